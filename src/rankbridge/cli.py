@@ -1,0 +1,230 @@
+"""The ``rankbridge`` command.
+
+Exit codes: 0 success; 2 bad input or usage (the message says what and where); 130 interrupted.
+Errors are printed as one message, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+from rankbridge.errors import RankbridgeError
+from rankbridge.evaluate import Evaluation, evaluate
+from rankbridge.io import load_qrels, load_run
+from rankbridge.metrics.measures import MEASURES, parse_measures
+
+__all__ = ["main"]
+
+DEFAULT_METRICS = ["ndcg@10", "mrr@10", "precision@5", "recall@100", "map", "hit_rate@10"]
+_COUNT_MEASURES = {"num_ret", "num_rel", "num_rel_ret"}  # trec_eval sums these over queries for "all"
+
+
+def _metric_list(values: Sequence[str] | None) -> list[str]:
+    if not values:
+        return list(DEFAULT_METRICS)
+    out: list[str] = []
+    for v in values:
+        out.extend(part for part in (p.strip() for p in v.split(",")) if part)
+    return out
+
+
+def _aggregate(ev: Evaluation, name: str) -> float:
+    """The 'all' value as trec_eval prints it: a sum for counts, a mean otherwise."""
+    values = ev.values[name]
+    if name in _COUNT_MEASURES:
+        return float(values.sum())
+    return float(values.mean()) if len(values) else math.nan
+
+
+def _format_value(name: str, value: float) -> str:
+    if name in _COUNT_MEASURES and not math.isnan(value):
+        return str(round(value))
+    return f"{value:.4f}"
+
+
+def _print_trec(ev: Evaluation, per_query: bool) -> None:
+    width = max(len(n) for n in ev.values) + 1
+    for name, values in ev.values.items():
+        if per_query:
+            for qid, v in zip(ev.query_ids, values.tolist(), strict=True):
+                print(f"{name:<{width}}\t{qid}\t{_format_value(name, v)}")
+        print(f"{name:<{width}}\tall\t{_format_value(name, _aggregate(ev, name))}")
+
+
+def _json_payload(ev: Evaluation, per_query: bool) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "run": ev.run_name,
+        "num_queries": ev.num_queries,
+        "missing_policy": ev.missing_policy,
+        "mean": ev.mean,
+        "missing": list(ev.missing),
+        "failed": list(ev.failed),
+        "unjudged": list(ev.unjudged),
+        "no_relevant": list(ev.no_relevant),
+        "duplicates": ev.duplicates,
+    }
+    if per_query:
+        payload["per_query"] = ev.per_query
+    return payload
+
+
+def _print_table(evs: Sequence[Evaluation], per_query: bool, title: str) -> None:
+    names = list(evs[0].values)
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:  # the CLI works without rich, just plainer
+        print(title)
+        print("metric".ljust(16) + "".join(ev.run_name[:14].rjust(16) for ev in evs))
+        for name in names:
+            print(name.ljust(16) + "".join(_format_value(name, _aggregate(ev, name)).rjust(16) for ev in evs))
+        for ev in evs:
+            print(f"{ev.run_name}: {ev.summary()}")
+        return
+    console = Console()
+    table = Table(title=title)
+    table.add_column("metric")
+    for ev in evs:
+        table.add_column(ev.run_name, justify="right")
+    for name in names:
+        table.add_row(name, *(_format_value(name, _aggregate(ev, name)) for ev in evs))
+    console.print(table)
+    for ev in evs:
+        console.print(f"[bold]{ev.run_name}[/bold]: {ev.summary()}", highlight=False)
+    if per_query:
+        for ev in evs:
+            pq = Table(title=f"{ev.run_name}: per query")
+            pq.add_column("query")
+            for name in names:
+                pq.add_column(name, justify="right")
+            for i, qid in enumerate(ev.query_ids):
+                pq.add_row(qid, *(_format_value(n, float(ev.values[n][i])) for n in names))
+            console.print(pq)
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    metrics = parse_measures(_metric_list(args.metric))
+    qrels = load_qrels(args.qrels)
+    evs = []
+    for path in args.run:
+        run = load_run(path, duplicates=args.duplicates)
+        evs.append(evaluate(qrels, run, metrics, missing=args.missing, single_precision=args.single_precision))
+    if args.format == "trec":
+        for ev in evs:
+            if len(evs) > 1:
+                print(f"runid\tall\t{ev.run_name}")
+            _print_trec(ev, args.per_query)
+    elif args.format == "json":
+        out = [_json_payload(ev, args.per_query) for ev in evs]
+        print(json.dumps(out[0] if len(out) == 1 else out, indent=2))
+    else:
+        _print_table(evs, args.per_query, title=f"rankbridge evaluate ({qrels.name})")
+    return 0
+
+
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    for name, spec in MEASURES.items():
+        k = {"required": "@k", "optional": "[@k]", "none": ""}[spec.k]
+        rel = "(rel=N)" if spec.takes_rel else ""
+        trec = f"  [trec_eval: {spec.trec.replace('{k}', 'k')}]" if spec.trec else ""
+        print(f"{name}{k}{rel}".ljust(28) + spec.doc + trec)
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    """Evaluate the shipped demo runs against the shipped demo qrels."""
+    demo = resources.files("rankbridge") / "data" / "demo"
+    with resources.as_file(demo) as folder:
+        qrels = load_qrels(folder / "qrels.txt")
+        runs = [load_run(folder / f"run.{name}.txt") for name in ("bm25", "dense", "hybrid")]
+        metrics = ["ndcg@10", "mrr@10", "precision@5(rel=2)", "recall@10", "map", "hit_rate@5", "dcg@10"]
+        evs = [evaluate(qrels, run, metrics) for run in runs]
+    _print_table(evs, False, title="rankbridge demo: three strategies on the shipped golden set")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rankbridge",
+        description="Measure how well a retriever finds the right chunks (trec_eval-exact metrics).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  rankbridge evaluate qrels.txt run.txt -m ndcg@10 -m P@5\n"
+        "  rankbridge evaluate qrels.txt run.txt -m ndcg@10 --per-query --format trec\n"
+        "  rankbridge metrics\n"
+        "  rankbridge demo\n"
+        "exit codes: 0 ok, 2 bad input or usage, 130 interrupted",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ev = sub.add_parser(
+        "evaluate",
+        help="evaluate one or more run files against qrels",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="QRELS may be TREC (qid iter doc label), BEIR .tsv, or .jsonl; RUN may be TREC or .jsonl.\n"
+        "examples:\n"
+        "  rankbridge evaluate qrels.txt run.txt -m ndcg@10 -m P@5 -m recall@100\n"
+        "  rankbridge evaluate qrels.txt bm25.txt dense.txt -m 'precision@5(rel=2)' --format json\n"
+        "  rankbridge evaluate qrels.txt run.txt -m map --missing skip --format trec   # like trec_eval",
+    )
+    ev.add_argument("qrels", help="relevance judgments file")
+    ev.add_argument("run", nargs="+", help="run file(s)")
+    ev.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        help=f"metric, repeatable or comma-separated (default: {','.join(DEFAULT_METRICS)})",
+    )
+    ev.add_argument("--per-query", action="store_true", help="also print per-query values")
+    ev.add_argument(
+        "--missing",
+        choices=["zero", "skip"],
+        default="zero",
+        help="queries in the qrels but not in the run: score 0 (default, trec_eval -c) or skip (trec_eval default)",
+    )
+    ev.add_argument("--format", choices=["table", "json", "trec"], default="table")
+    ev.add_argument(
+        "--single-precision",
+        action="store_true",
+        help="compare scores as float32 before the doc-id tie-break, exactly as trec_eval does",
+    )
+    ev.add_argument(
+        "--duplicates",
+        choices=["error", "first"],
+        default="error",
+        help="a doc listed twice for one query in a TREC run: error (default) or keep the first line",
+    )
+    ev.set_defaults(func=_cmd_evaluate)
+
+    me = sub.add_parser("metrics", help="list the metrics and their trec_eval names")
+    me.set_defaults(func=_cmd_metrics)
+
+    de = sub.add_parser("demo", help="run the offline demo on the shipped golden set")
+    de.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``rankbridge`` command; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except RankbridgeError as exc:
+        print(f"rankbridge: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rankbridge: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `rankbridge evaluate ... | head`
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""Exceptions raised by rankbridge.
+
+The hierarchy::
+
+    RankbridgeError                 base of everything rankbridge raises on purpose
+    ├── InputError (ValueError)     input that rankbridge cannot use
+    │   ├── ParseError              a malformed file; carries ``source`` and ``line``
+    │   └── MetricError             an unknown metric name or a bad parameter (k, rel)
+    ├── MissingExtraError (ImportError)   an optional framework is not installed
+    └── RetrievalError              a retriever failed (raised by adapters and the runner)
+
+Every message says what was expected, what was found, and where.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "InputError",
+    "MetricError",
+    "MissingExtraError",
+    "ParseError",
+    "RankbridgeError",
+    "RetrievalError",
+]
+
+
+class RankbridgeError(Exception):
+    """Base class of every error rankbridge raises on purpose."""
+
+
+class InputError(RankbridgeError, ValueError):
+    """Input (a dict, a file, an argument) that rankbridge cannot use."""
+
+
+class ParseError(InputError):
+    """A malformed input file.
+
+    Parameters
+    ----------
+    message:
+        What was expected and what was found.
+    source:
+        The file name (or a description such as ``"<dict>"``).
+    line:
+        The 1-based line number, when the problem is on one line.
+    """
+
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None):
+        self.message = message
+        self.source = source
+        self.line = line
+        where = ""
+        if source is not None:
+            where = f"{source}:{line}: " if line is not None else f"{source}: "
+        super().__init__(f"{where}{message}")
+
+
+class MetricError(InputError):
+    """An unknown metric name, or a metric parameter out of range."""
+
+
+class MissingExtraError(RankbridgeError, ImportError):
+    """An optional dependency is missing; the message names the pip command."""
+
+    def __init__(self, package: str, extra: str, feature: str):
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the '{package}' package, which is not installed. "
+            f"Install it with: pip install 'rankbridge[{extra}]'"
+        )
+
+
+class RetrievalError(RankbridgeError):
+    """A retriever failed: it raised, timed out, or returned something unusable."""

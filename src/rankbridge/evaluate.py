@@ -1,0 +1,245 @@
+"""``evaluate(qrels, run, metrics)`` -> :class:`Evaluation`, the one entry to the metrics core."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from rankbridge.errors import InputError
+from rankbridge.metrics.measures import Measure, parse_measures
+from rankbridge.metrics.ranking import HitTable, build_table, compute
+from rankbridge.types import Qrels, Run
+
+__all__ = ["Evaluation", "evaluate"]
+
+MissingPolicy = Literal["zero", "skip"]
+
+
+@dataclass
+class Evaluation:
+    """Per-query metric values and their means, with an account of which queries were counted.
+
+    Attributes
+    ----------
+    measures:
+        The measures, in the order asked for.
+    query_ids:
+        The queries every mean is over, sorted; ``values[name][i]`` belongs to ``query_ids[i]``.
+    values:
+        Canonical metric name -> ``(len(query_ids),)`` float64 array.
+    missing:
+        Queries in the qrels that the run has no result for (neither hits nor an error). Scored 0 and
+        counted under ``missing="zero"``; left out under ``missing="skip"``.
+    failed:
+        Queries whose retrieval failed (``run.errors``); treated like missing ones.
+    unjudged:
+        Queries in the run that the qrels do not know; never evaluated.
+    no_relevant:
+        Evaluated queries whose qrels have no relevant doc (recall, AP, nDCG are 0 for them).
+    run_name:
+        The run's name, for reports.
+
+    Examples
+    --------
+    >>> ev = evaluate({"q1": {"d1": 1}, "q2": {"d9": 1}}, {"q1": {"d1": 0.9, "d2": 0.1}}, ["mrr", "P@1"])
+    >>> ev.mean
+    {'mrr': 0.5, 'precision@1': 0.5}
+    >>> ev.per_query["mrr"]
+    {'q1': 1.0, 'q2': 0.0}
+    >>> ev.missing, ev.num_queries
+    (('q2',), 2)
+    """
+
+    measures: tuple[Measure, ...]
+    query_ids: tuple[str, ...]
+    values: dict[str, np.ndarray]
+    missing: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    unjudged: tuple[str, ...] = ()
+    no_relevant: tuple[str, ...] = ()
+    missing_policy: MissingPolicy = "zero"
+    run_name: str = "run"
+    duplicates: int = 0
+    table: HitTable | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def metric_names(self) -> list[str]:
+        return [str(m) for m in self.measures]
+
+    @property
+    def num_queries(self) -> int:
+        """How many queries every mean is over."""
+        return len(self.query_ids)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Metric name -> number of queries its mean is over."""
+        return {name: len(v) for name, v in self.values.items()}
+
+    @property
+    def mean(self) -> dict[str, float]:
+        """Metric name -> mean over :attr:`query_ids` (NaN when no query was evaluated)."""
+        return {name: (float(v.mean()) if len(v) else math.nan) for name, v in self.values.items()}
+
+    @property
+    def per_query(self) -> dict[str, dict[str, float]]:
+        """Metric name -> {query id -> value}."""
+        return {name: dict(zip(self.query_ids, v.tolist(), strict=True)) for name, v in self.values.items()}
+
+    def __getitem__(self, metric: str | Measure) -> np.ndarray:
+        from rankbridge.metrics.measures import parse_measure
+
+        return self.values[str(parse_measure(metric))]
+
+    def summary(self) -> str:
+        """One paragraph on which queries the means are over."""
+        parts = [f"{self.num_queries} queries evaluated"]
+        if self.missing:
+            verb = "scored 0" if self.missing_policy == "zero" else "skipped"
+            parts.append(f"{len(self.missing)} missing from the run ({verb})")
+        if self.failed:
+            verb = "scored 0" if self.missing_policy == "zero" else "skipped"
+            parts.append(f"{len(self.failed)} failed ({verb})")
+        if self.no_relevant:
+            parts.append(f"{len(self.no_relevant)} with no relevant document")
+        if self.unjudged:
+            parts.append(f"{len(self.unjudged)} in the run but not in the qrels (not evaluated)")
+        if self.duplicates:
+            parts.append(f"{self.duplicates} duplicate hits dropped")
+        return "; ".join(parts)
+
+
+def _as_qrels(qrels: Any) -> Qrels:
+    if isinstance(qrels, Qrels):
+        return qrels
+    if isinstance(qrels, Mapping):
+        return Qrels(qrels)
+    raise InputError(f"qrels: expected a Qrels or a dict {{qid: {{doc: label}}}}, found {type(qrels).__name__}")
+
+
+def _as_run_mapping(run: Any) -> tuple[Mapping[str, Any], Run | None]:
+    """The mapping the kernel reads, and the Run object when there is one (errors, cache)."""
+    if isinstance(run, Run):
+        return run._data, run
+    if isinstance(run, Mapping):
+        if not run:
+            return {}, None
+        # Plain dicts are read in place (no copy): check only what is cheap to check.
+        if not all(isinstance(q, str) for q in run):
+            run = {str(q): v for q, v in run.items()}
+        first = next(iter(run.values()))
+        if isinstance(first, Mapping):
+            return run, None
+        if isinstance(first, (list, tuple)):
+            ranked = Run.from_ranked(run)
+            return ranked._data, ranked
+        raise InputError(
+            "run: expected {qid: {doc: score}} or {qid: [doc ids in rank order]}, "
+            f"found {type(first).__name__} as a value"
+        )
+    raise InputError(f"run: expected a Run or a dict, found {type(run).__name__}")
+
+
+def evaluate(
+    qrels: Qrels | Mapping[str, Mapping[str, int]],
+    run: Run | Mapping[str, Any] | HitTable,
+    metrics: str | Measure | Sequence[str | Measure],
+    *,
+    missing: MissingPolicy = "zero",
+    single_precision: bool = False,
+) -> Evaluation:
+    """Evaluate a run against qrels, exactly as trec_eval defines each measure.
+
+    Parameters
+    ----------
+    qrels:
+        A :class:`~rankbridge.Qrels` or ``{qid: {doc: label}}``.
+    run:
+        A :class:`~rankbridge.Run`, ``{qid: {doc: score}}`` (ranked by score, ties broken by doc id
+        descending as trec_eval does), ``{qid: [doc ids in rank order]}``, or a precomputed
+        :class:`~rankbridge.metrics.ranking.HitTable`.
+    metrics:
+        Metric names such as ``"ndcg@10"``, ``"P@5"``, ``"mrr@10"``, ``"recall@100"``.
+    missing:
+        ``"zero"`` (default): every query in the qrels counts, and one the run lacks (or whose retrieval
+        failed) scores 0 -- trec_eval ``-c``. ``"skip"``: average over queries in both, trec_eval's default.
+    single_precision:
+        Compare scores as float32 before the doc-id tie-break, as trec_eval (and pytrec_eval) do. Off by
+        default: two scores that differ only beyond float32 precision then rank by score, not by doc id.
+
+    Returns
+    -------
+    Evaluation
+        Per-query values, means, and which queries were missing, failed or unjudged.
+
+    Examples
+    --------
+    >>> ev = evaluate({"q1": {"a": 2, "b": 1}}, {"q1": {"a": 0.5, "b": 0.7, "c": 0.1}}, ["ndcg@10", "P@2"])
+    >>> round(ev.mean["ndcg@10"], 4), ev.mean["precision@2"]
+    (0.8597, 1.0)
+    """
+    if missing not in ("zero", "skip"):
+        raise InputError(f"missing must be 'zero' or 'skip'. Got {missing!r} instead.")
+    measures = tuple(parse_measures(metrics))
+    q = _as_qrels(qrels)
+    if isinstance(run, HitTable):
+        table = run
+        values = {str(m): compute(table, m) for m in measures}
+        return Evaluation(measures, table.query_ids, values, missing_policy=missing, table=table)
+    data, run_obj = _as_run_mapping(run)
+    errors: Mapping[str, str] = run_obj.errors if run_obj is not None else {}
+
+    failed = tuple(sorted(qid for qid in q if qid in errors and qid not in data))
+    missing_q = tuple(sorted(qid for qid in q if qid not in data and qid not in errors))
+    unjudged = tuple(sorted(qid for qid in _iter_ids(data, errors) if qid not in q))
+    if missing == "zero":
+        query_ids = tuple(sorted(q))
+    else:
+        query_ids = tuple(sorted(qid for qid in q if qid in data))
+
+    table = _cached_table(q, data, run_obj, query_ids, single_precision)
+    values = {str(m): compute(table, m) for m in measures}
+    nrel = table.num_relevant(1)
+    no_relevant = tuple(qid for qid, n in zip(query_ids, nrel.tolist(), strict=True) if n == 0)
+    duplicates = sum(run_obj.duplicates.get(qid, 0) for qid in query_ids) if run_obj is not None else 0
+    return Evaluation(
+        measures=measures,
+        query_ids=query_ids,
+        values=values,
+        missing=missing_q,
+        failed=failed,
+        unjudged=unjudged,
+        no_relevant=no_relevant,
+        missing_policy=missing,
+        run_name=run_obj.name if run_obj is not None else "run",
+        duplicates=duplicates,
+        table=table,
+    )
+
+
+def _iter_ids(data: Mapping[str, Any], errors: Mapping[str, str]) -> Iterable[str]:
+    yield from data
+    yield from (qid for qid in errors if qid not in data)
+
+
+def _cached_table(
+    qrels: Qrels,
+    data: Mapping[str, Any],
+    run_obj: Run | None,
+    query_ids: tuple[str, ...],
+    single_precision: bool,
+) -> HitTable:
+    """Build the HitTable once per (run, qrels, queries, precision); Run objects keep it."""
+    if run_obj is None:
+        return build_table(qrels, data, query_ids, single_precision=single_precision)
+    key = ("table", id(qrels), query_ids, single_precision)
+    hit = run_obj._cache.get(key)
+    if hit is not None and hit[0] is qrels:
+        return hit[1]  # type: ignore[no-any-return]
+    table = build_table(qrels, data, query_ids, single_precision=single_precision)
+    run_obj._cache[key] = (qrels, table)
+    return table

@@ -1,0 +1,185 @@
+"""TREC qrels and run files, read as trec_eval reads them.
+
+* Qrels: ``qid iter docno label`` separated by any whitespace. Labels are integers (negative allowed).
+* Run: ``qid Q0 docno rank score tag [anything else]``. The rank column is ignored (trec_eval re-ranks
+  by score, ties by docno descending); columns after the tag are ignored, as trec_eval does.
+* Both: CRLF line endings, blank lines, whole-line ``#`` comments and unsorted lines are accepted. A ``#``
+  inside an id is part of the id.
+
+Duplicate rule: a (query, doc) pair that appears twice is an error naming both lines (trec_eval refuses
+such files too), unless ``duplicates="first"``, which keeps the first line and counts the others in
+``Run.duplicates``. In qrels, a repeated pair with the same label is harmless and kept once; with a
+different label it is an error.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Literal, TextIO
+
+from rankbridge.errors import ParseError
+from rankbridge.io._atomic import atomic_write
+from rankbridge.types import Qrels, Run
+
+__all__ = ["read_qrels", "read_run", "write_qrels", "write_run"]
+
+
+def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
+    """Yield (line number, fields) of every non-blank, non-comment line."""
+    try:
+        fh = open(path, encoding="utf-8", newline=None)
+    except OSError as exc:
+        raise ParseError(f"cannot open file: {exc.strerror}", source=str(path)) from None
+    with fh:
+        try:
+            for lineno, line in enumerate(fh, 1):
+                fields = line.split()
+                if not fields or fields[0].startswith("#"):
+                    continue
+                yield lineno, fields
+        except UnicodeDecodeError as exc:
+            raise ParseError(f"expected UTF-8 text, found undecodable bytes ({exc.reason})", source=str(path)) from None
+
+
+def read_qrels(path: str | os.PathLike[str], *, name: str | None = None) -> Qrels:
+    """Read a TREC qrels file.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "qrels.txt"
+    >>> _ = p.write_text("# judged by hand\\nq1 0 d1 2\\r\\nq1 0 d2 0\\n")
+    >>> read_qrels(p)["q1"]
+    {'d1': 2, 'd2': 0}
+    """
+    src = str(path)
+    data: dict[str, dict[str, int]] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    for lineno, f in _lines(path):
+        if len(f) != 4:
+            raise ParseError(
+                f"expected 4 columns 'query iteration doc label', found {len(f)}: {' '.join(f)!r}",
+                source=src,
+                line=lineno,
+            )
+        qid, _, doc, label_text = f
+        try:
+            label = int(label_text)
+        except ValueError:
+            raise ParseError(
+                f"expected an integer relevance label, found {label_text!r}", source=src, line=lineno
+            ) from None
+        docs = data.setdefault(qid, {})
+        old = docs.get(doc)
+        if old is not None and old != label:
+            raise ParseError(
+                f"doc {doc!r} of query {qid!r} is judged {label} here but {old} on line {first_line[(qid, doc)]}",
+                source=src,
+                line=lineno,
+            )
+        if old is None:
+            first_line[(qid, doc)] = lineno
+            docs[doc] = label
+    if not data:
+        raise ParseError("no judgments found (the file is empty or has only comments)", source=src)
+    return Qrels._trusted(data, name=name or Path(path).name)
+
+
+def read_run(
+    path: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    duplicates: Literal["error", "first"] = "error",
+) -> Run:
+    """Read a TREC run file into a scored :class:`~rankbridge.Run`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "run.txt"
+    >>> _ = p.write_text("q1 Q0 d1 1 0.9 bm25\\nq1 Q0 d2 2 0.4 bm25 junk\\n")
+    >>> r = read_run(p)
+    >>> r.name, r.ranking("q1")
+    ('bm25', ['d1', 'd2'])
+    """
+    if duplicates not in ("error", "first"):
+        raise ValueError(f"duplicates must be 'error' or 'first'. Got {duplicates!r} instead.")
+    src = str(path)
+    data: dict[str, dict[str, float]] = {}
+    seen_at: dict[tuple[str, str], int] = {}
+    dup_count: dict[str, int] = {}
+    tag: str | None = None
+    for lineno, f in _lines(path):
+        if len(f) < 6:
+            raise ParseError(
+                f"expected 6 columns 'query Q0 doc rank score tag', found {len(f)}: {' '.join(f)!r}",
+                source=src,
+                line=lineno,
+            )
+        qid, doc, score_text = f[0], f[2], f[4]
+        try:
+            score = float(score_text)
+        except ValueError:
+            raise ParseError(
+                f"expected a numeric score in column 5, found {score_text!r}", source=src, line=lineno
+            ) from None
+        if score != score:
+            raise ParseError("expected a numeric score in column 5, found NaN", source=src, line=lineno)
+        tag = tag or f[5]
+        docs = data.setdefault(qid, {})
+        if doc in docs:
+            if duplicates == "error":
+                raise ParseError(
+                    f"doc {doc!r} appears twice for query {qid!r} (first on line {seen_at[(qid, doc)]}); "
+                    "pass duplicates='first' (CLI: --duplicates first) to keep the first line",
+                    source=src,
+                    line=lineno,
+                )
+            dup_count[qid] = dup_count.get(qid, 0) + 1
+            continue
+        seen_at[(qid, doc)] = lineno
+        docs[doc] = score
+    if not data:
+        raise ParseError("no results found (the file is empty or has only comments)", source=src)
+    run = Run.from_scores(data, name=name or tag or Path(path).name, copy=False)
+    run.duplicates.update(dup_count)
+    return run
+
+
+def _fmt_score(x: float) -> str:
+    return repr(float(x))
+
+
+def _write_run_lines(fh: TextIO, scores: Mapping[str, Mapping[str, float]], tag: str) -> None:
+    for qid in scores:
+        ranked = sorted(scores[qid].items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
+        for rank, (doc, score) in enumerate(ranked, 1):
+            fh.write(f"{qid} Q0 {doc} {rank} {_fmt_score(score)} {tag}\n")
+
+
+def write_run(
+    run: Run | Mapping[str, Mapping[str, float]], path: str | os.PathLike[str], *, tag: str | None = None
+) -> None:
+    """Write a TREC run file (atomically: a failure leaves no partial file).
+
+    A ranked run keeps its order: see :meth:`rankbridge.Run.to_scores` for the scores written.
+    """
+    scores = run.to_scores() if isinstance(run, Run) else run
+    name = tag or (run.name if isinstance(run, Run) else "rankbridge")
+    name = "_".join(name.split()) or "rankbridge"
+    for qid, docs in scores.items():
+        for doc in docs:
+            if not qid.strip() or any(c.isspace() for c in qid + doc) or not doc:
+                raise ParseError(f"ids cannot be empty or contain whitespace in a TREC file: {qid!r} {doc!r}")
+    with atomic_write(path) as fh:
+        _write_run_lines(fh, scores, name)
+
+
+def write_qrels(qrels: Qrels | Mapping[str, Mapping[str, int]], path: str | os.PathLike[str]) -> None:
+    """Write a TREC qrels file (atomically)."""
+    with atomic_write(path) as fh:
+        for qid, docs in qrels.items():
+            for doc, label in docs.items():
+                fh.write(f"{qid} 0 {doc} {int(label)}\n")
