@@ -21,8 +21,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests $(wildcard benchmarks examples scripts)
+	$(BIN)/ruff format --check src tests $(wildcard benchmarks examples scripts)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
