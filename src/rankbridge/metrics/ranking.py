@@ -22,7 +22,7 @@ import numpy as np
 from rankbridge.errors import InputError
 from rankbridge.metrics.measures import Measure
 
-__all__ = ["HitTable", "build_table", "compute"]
+__all__ = ["HitTable", "build_table", "compute", "table_from_arrays"]
 
 _INT = np.int64
 
@@ -296,3 +296,111 @@ def build_table(
         judged_query=np.asarray(judged_query, dtype=_INT),
         judged_label=np.asarray(judged_label, dtype=_INT),
     )
+
+
+def table_from_arrays(
+    query_ids: Sequence[str],
+    ranked_docs: np.ndarray,
+    qrels_query: np.ndarray,
+    qrels_doc: np.ndarray,
+    qrels_label: np.ndarray,
+    *,
+    check_duplicates: bool = True,
+) -> HitTable:
+    """Build a :class:`HitTable` from interned integer ids, without touching Python objects per hit.
+
+    This is the input a vector index gives (e.g. FAISS ``index.search`` returns a ``(Q, k)`` matrix of
+    doc indices in rank order).
+
+    Parameters
+    ----------
+    query_ids:
+        The ``Q`` query ids; row ``i`` of ``ranked_docs`` and query index ``i`` in the qrels arrays belong
+        to ``query_ids[i]``.
+    ranked_docs:
+        ``(Q, depth)`` integer doc indices in rank order (best first); ``-1`` pads a short list. A doc
+        repeated within a row keeps its first (best) rank, as for any ranked run.
+    qrels_query, qrels_doc, qrels_label:
+        ``(J,)`` integer arrays, one judgment each: query index, doc index, label.
+    check_duplicates:
+        Look for docs repeated within a row (one sort of the matrix, most of this function's time).
+        Pass False only when the index guarantees distinct ids per row, as FAISS does.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankbridge.metrics.measures import parse_measure
+    >>> t = table_from_arrays(["q0", "q1"], np.array([[4, 2, 7], [1, -1, -1]]),
+    ...                       np.array([0, 1]), np.array([2, 5]), np.array([1, 1]))
+    >>> compute(t, parse_measure("mrr")).tolist()
+    [0.5, 0.0]
+    """
+    docs = np.asarray(ranked_docs)
+    if docs.ndim != 2 or not np.issubdtype(docs.dtype, np.integer):
+        raise InputError(
+            f"ranked_docs: expected a 2-d integer array (queries x depth), found {docs.dtype} {docs.shape}"
+        )
+    n_q = len(query_ids)
+    if docs.shape[0] != n_q:
+        raise InputError(f"ranked_docs has {docs.shape[0]} rows but {n_q} query ids were given")
+    jq = np.asarray(qrels_query, dtype=_INT)
+    jd = np.asarray(qrels_doc, dtype=_INT)
+    jl = np.asarray(qrels_label, dtype=_INT)
+    if not (len(jq) == len(jd) == len(jl)):
+        raise InputError(f"qrels arrays differ in length: {len(jq)}, {len(jd)}, {len(jl)}")
+    if len(jq) and (jq.min() < 0 or jq.max() >= n_q):
+        raise InputError(f"qrels_query: expected query indices in [0, {n_q}), found {jq.min()}..{jq.max()}")
+    if len(jd) and jd.min() < 0:
+        raise InputError(f"qrels_doc: expected doc indices >= 0, found {jd.min()}")
+    if docs.size and docs.min() < -1:
+        raise InputError(f"ranked_docs: expected doc indices >= 0 or -1 as padding, found {docs.min()}")
+    n_docs = int(max(docs.max(initial=-1), jd.max(initial=-1))) + 1
+    qkeys = jq * n_docs + jd
+    order = np.argsort(qkeys, kind="stable")
+    qkeys, qlabels = qkeys[order], jl[order]
+    if len(qkeys) > 1 and np.any(qkeys[1:] == qkeys[:-1]):
+        raise InputError("qrels arrays judge the same (query, doc) pair twice")
+    n_ret = np.count_nonzero(docs >= 0, axis=1).astype(_INT)
+    # Prefilter with a per-doc mask (one gather), then join only candidate cells with a binary search.
+    judged_doc = np.zeros(n_docs + 1, dtype=bool)  # the extra slot catches the -1 padding
+    judged_doc[jd] = True
+    rows, cols = np.nonzero(judged_doc[docs])
+    if len(rows):
+        keys = rows.astype(_INT) * n_docs + docs[rows, cols]
+        pos = np.minimum(np.searchsorted(qkeys, keys), len(qkeys) - 1)
+        match = qkeys[pos] == keys
+        rows, cols, keys, pos = rows[match], cols[match], keys[match], pos[match]
+        _, first = np.unique(keys, return_index=True)  # a doc repeated in a row keeps its best rank
+        first.sort()
+        rows, cols, pos = rows[first], cols[first], pos[first]
+        # Ranks count only distinct docs above: subtract earlier duplicates in the same row.
+        ranks = cols.astype(_INT) + 1
+        if check_duplicates:
+            ranks -= _duplicates_before(docs, rows, cols)
+    else:
+        ranks = np.zeros(0, dtype=_INT)
+        pos = np.zeros(0, dtype=_INT)
+    return HitTable(
+        query_ids=tuple(query_ids),
+        n_ret=n_ret,
+        hit_query=rows.astype(_INT),
+        hit_rank=ranks,
+        hit_label=qlabels[pos] if len(pos) else np.zeros(0, dtype=_INT),
+        judged_query=jq,
+        judged_label=jl,
+    )
+
+
+def _duplicates_before(docs: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """For each (row, col), how many earlier cells of the row repeat a doc seen before them."""
+    out = np.zeros(len(rows), dtype=_INT)
+    # Rows with any repeat are rare (a well-behaved index returns distinct ids): handle them one by one.
+    srt = np.sort(docs, axis=1)
+    has_dup = np.any((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0), axis=1)
+    if not has_dup.any():
+        return out
+    for i in np.flatnonzero(has_dup[rows]):
+        row = docs[rows[i], : cols[i]]
+        row = row[row >= 0]
+        out[i] = len(row) - len(np.unique(row))
+    return out
