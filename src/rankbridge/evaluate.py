@@ -10,7 +10,7 @@ from typing import Any, Literal
 import numpy as np
 
 from rankbridge.errors import InputError
-from rankbridge.metrics.measures import Measure, parse_measures
+from rankbridge.metrics.measures import Measure, parse_measure, parse_measures
 from rankbridge.metrics.ranking import HitTable, build_table, compute
 from rankbridge.types import Qrels, Run
 
@@ -68,7 +68,8 @@ class Evaluation:
 
     @property
     def metric_names(self) -> list[str]:
-        return [str(m) for m in self.measures]
+        """Every column in :attr:`values`: the ranking measures, then any joined ones (e.g. RAGAS)."""
+        return list(self.values)
 
     @property
     def num_queries(self) -> int:
@@ -91,8 +92,9 @@ class Evaluation:
         return {name: dict(zip(self.query_ids, v.tolist(), strict=True)) for name, v in self.values.items()}
 
     def __getitem__(self, metric: str | Measure) -> np.ndarray:
-        from rankbridge.metrics.measures import parse_measure
-
+        """Per-query values of one metric, by any accepted spelling (``ev["P@5"]``) or column name."""
+        if isinstance(metric, str) and metric in self.values:
+            return self.values[metric]
         return self.values[str(parse_measure(metric))]
 
     def summary(self) -> str:
