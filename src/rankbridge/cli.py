@@ -7,6 +7,7 @@ Errors are printed as one message, never as a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import sys
@@ -20,6 +21,8 @@ from rankbridge.io import load_qrels, load_run
 from rankbridge.metrics.measures import MEASURES, parse_measures
 
 __all__ = ["main"]
+
+_FEATURE_CLIS = ["rankbridge.store"]
 
 DEFAULT_METRICS = ["ndcg@10", "mrr@10", "precision@5", "recall@100", "map", "hit_rate@10"]
 _COUNT_MEASURES = {"num_ret", "num_rel", "num_rel_ret"}  # trec_eval sums these over queries for "all"
@@ -207,6 +210,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     de = sub.add_parser("demo", help="run the offline demo on the shipped golden set")
     de.set_defaults(func=_cmd_demo)
+
+    # Commands that live beside their feature; each module imports only the standard library and numpy
+    # at module level, so building the parser stays fast.
+    for module in _FEATURE_CLIS:
+        importlib.import_module(module).add_cli(sub)
     return parser
 
 
