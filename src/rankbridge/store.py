@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from rankbridge.errors import InputError, RankbridgeError
+from rankbridge.metrics.measures import METRIC_DEFINITIONS_VERSION as _METRIC_DEFINITIONS_VERSION
 
 if TYPE_CHECKING:
     from rankbridge.evaluate import Evaluation
@@ -71,11 +72,8 @@ __all__ = [
     "add_cli",
 ]
 
-#: Version of the metric *definitions* (what ``ndcg@10`` etc. compute), saved with every record.
-#: Bump it whenever a metric's definition or its edge-case policy changes (a different number for the
-#: same run and qrels), so that a trend never silently joins numbers that mean different things.
-#: (To move to :mod:`rankbridge.metrics` later; this module then re-exports it.)
-METRIC_DEFINITIONS_VERSION = "1"
+#: Re-exported from :mod:`rankbridge.metrics.measures`, where the definitions live; read at save time.
+METRIC_DEFINITIONS_VERSION = _METRIC_DEFINITIONS_VERSION
 
 #: Version of the file layout written by this module; a file with a higher version is refused.
 SCHEMA_VERSION = 1

@@ -25,7 +25,12 @@ from dataclasses import dataclass
 
 from rankbridge.errors import MetricError
 
-__all__ = ["MEASURES", "Measure", "parse_measure", "parse_measures"]
+__all__ = ["MEASURES", "METRIC_DEFINITIONS_VERSION", "Measure", "parse_measure", "parse_measures"]
+
+#: Version of the metric *definitions* (what ``ndcg@10`` etc. compute), saved with every history record.
+#: Bump it whenever a metric's definition or its edge-case policy changes (a different number for the
+#: same run and qrels), so that a trend never silently joins numbers that mean different things.
+METRIC_DEFINITIONS_VERSION = "1"
 
 
 @dataclass(frozen=True)
