@@ -1,0 +1,1370 @@
+"""Compare retrieval strategies on the same queries: intervals, paired tests, slices, failures.
+
+* :func:`compare` evaluates several runs against one set of qrels and, per metric, gives every run's
+  mean with a confidence interval and every run's paired difference to a baseline with its interval, a
+  significance test (permutation by default), a Holm-adjusted p-value, an effect size and per-query
+  wins/ties/losses, plus a warning when the queries are too few to detect a difference of the size seen.
+* :func:`slices` splits an :class:`~rankbridge.Evaluation` by query category or any metadata field.
+* :func:`failures` lists the queries a run gets wrong, and those no run gets right.
+
+All randomness is seeded: the same inputs and ``seed`` give the same numbers. The statistics live in
+:mod:`rankbridge.metrics.stats` (pure numpy, checked against scipy in the tests).
+
+Examples
+--------
+>>> import rankbridge as rb
+>>> from rankbridge.compare import compare
+>>> qrels = {f"q{i}": {f"d{i}": 1} for i in range(12)}
+>>> bm25 = {f"q{i}": {f"d{i}": 0.5, "x": 0.9} for i in range(12)}    # relevant doc at rank 2
+>>> dense = {f"q{i}": {f"d{i}": 0.9, "x": 0.5} for i in range(12)}   # relevant doc at rank 1
+>>> result = compare({"bm25": bm25, "dense": dense}, qrels, ["mrr@10"], baseline="bm25")
+>>> pc = result.paired["mrr@10"]["dense"]
+>>> pc.difference.estimate, (pc.wins, pc.ties, pc.losses), pc.test.pvalue < 0.05
+(0.5, (12, 0, 0), True)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from rankbridge.errors import InputError
+from rankbridge.evaluate import Evaluation, evaluate
+from rankbridge.metrics.measures import Measure, parse_measure, parse_measures
+from rankbridge.metrics.stats import (
+    MIN_QUERIES,
+    CIMethod,
+    Interval,
+    PairedTestResult,
+    TestName,
+    _check_alpha,
+    _check_choice,
+    confidence_intervals,
+    holm,
+    paired_effect_size,
+    paired_power,
+    paired_t_test,
+    permutation_tests,
+    sample_size_warning,
+    wilcoxon_test,
+)
+from rankbridge.types import GoldenSet, Hit, Qrels, Query, Run
+
+__all__ = [
+    "Comparison",
+    "FailedQuery",
+    "Failures",
+    "PairedComparison",
+    "RunFailures",
+    "Slice",
+    "SliceTable",
+    "add_cli",
+    "compare",
+    "failures",
+    "slices",
+]
+
+RunLike = Run | Mapping[str, Any] | Evaluation
+#: Measures whose per-query values lie in [0, 1]; their intervals are clipped to that range.
+_UNIT_RANGE = {"hit_rate", "mrr", "precision", "recall", "map", "ndcg", "ndcg_exp", "r_precision", "judged"}
+#: Per-query differences smaller than this count as ties (metric values carry float rounding).
+TIE_TOLERANCE = 1e-12
+
+
+def _json_float(x: float | None) -> float | None:
+    if x is None or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def _fmt(x: float, digits: int = 4, sign: bool = False) -> str:
+    if math.isnan(x):
+        return "n/a"
+    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+
+
+def _fmt_p(p: float) -> str:
+    if math.isnan(p):
+        return "n/a"
+    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def _fmt_ci(iv: Interval, sign: bool = False) -> str:
+    if math.isnan(iv.low):
+        return "n/a"
+    return f"[{_fmt(iv.low, sign=sign)}, {_fmt(iv.high, sign=sign)}]"
+
+
+# --------------------------------------------------------------------------------------------------
+# Result types
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """One run against the baseline on one metric, over the same queries.
+
+    Attributes
+    ----------
+    metric, run, baseline:
+        What was compared.
+    baseline_mean:
+        The baseline's mean, for relative changes.
+    difference:
+        ``mean(run - baseline)`` over queries, with its interval (resampling queries, pairs kept).
+    test:
+        The paired test's result (raw p-value in ``test.pvalue``).
+    pvalue_adjusted:
+        The p-value after the multiple-comparison correction (Holm by default).
+    effect_size:
+        Cohen's d_z, ``mean(d) / sd(d)``.
+    wins, ties, losses:
+        Queries where the run scores higher than, the same as, or lower than the baseline.
+    power:
+        Approximate power to detect a difference of the observed size with this many queries.
+    warning:
+        Set when the difference is not significant and the queries are too few to detect one this size.
+    alpha:
+        The significance level.
+    """
+
+    metric: str
+    run: str
+    baseline: str
+    baseline_mean: float
+    difference: Interval
+    test: PairedTestResult
+    pvalue_adjusted: float
+    effect_size: float
+    wins: int
+    ties: int
+    losses: int
+    power: float
+    warning: str | None
+    alpha: float
+
+    @property
+    def pvalue(self) -> float:
+        """The unadjusted p-value."""
+        return self.test.pvalue
+
+    @property
+    def significant(self) -> bool:
+        """Whether the adjusted p-value is below ``alpha``."""
+        return bool(self.pvalue_adjusted < self.alpha)
+
+    @property
+    def relative_change(self) -> float:
+        """``difference / baseline_mean`` (NaN when the baseline mean is 0)."""
+        if self.baseline_mean == 0:
+            return math.nan
+        return self.difference.estimate / self.baseline_mean
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "metric": self.metric,
+            "run": self.run,
+            "baseline": self.baseline,
+            "baseline_mean": _json_float(self.baseline_mean),
+            "difference": self.difference.to_dict(),
+            "relative_change": _json_float(self.relative_change),
+            "test": self.test.to_dict(),
+            "pvalue": _json_float(self.pvalue),
+            "pvalue_adjusted": _json_float(self.pvalue_adjusted),
+            "significant": self.significant,
+            "effect_size": _json_float(self.effect_size),
+            "wins": self.wins,
+            "ties": self.ties,
+            "losses": self.losses,
+            "power": _json_float(self.power),
+            "warning": self.warning,
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The result of :func:`compare`: pure data, printable, JSON-ready.
+
+    Attributes
+    ----------
+    runs:
+        Run names, baseline included, in the order given.
+    metrics:
+        Canonical metric names.
+    baseline:
+        The run every other run is compared with.
+    means:
+        ``means[metric][run]`` -- the run's mean with its confidence interval.
+    paired:
+        ``paired[metric][run]`` -- the run against the baseline (every run except the baseline).
+    evaluations:
+        ``evaluations[run]`` -- per-query values, aligned by position (same ``query_ids``).
+    query_ids:
+        The queries every number is over.
+    warnings:
+        Plain-language notes on the queries (too few, missing or failed in a run...).
+    test, correction, alpha, level, ci_method, n_resamples, seed:
+        How the numbers were computed.
+    golden:
+        The golden set, when given (for :meth:`slices`).
+    """
+
+    runs: tuple[str, ...]
+    metrics: tuple[str, ...]
+    baseline: str
+    means: dict[str, dict[str, Interval]]
+    paired: dict[str, dict[str, PairedComparison]]
+    evaluations: dict[str, Evaluation] = field(repr=False)
+    query_ids: tuple[str, ...] = field(repr=False)
+    warnings: tuple[str, ...] = ()
+    test: str = "permutation"
+    correction: str = "holm"
+    alpha: float = 0.05
+    level: float = 0.95
+    ci_method: str = "auto"
+    n_resamples: int = 10_000
+    seed: int = 0
+    golden: GoldenSet | None = field(default=None, repr=False)
+
+    @property
+    def num_queries(self) -> int:
+        """How many queries every number is over."""
+        return len(self.query_ids)
+
+    def best(self, metric: str | Measure) -> str:
+        """The run with the highest mean on ``metric`` (the first one given, on a tie)."""
+        name = self._metric(metric)
+        return max(self.runs, key=lambda r: (self.means[name][r].estimate, -self.runs.index(r)))
+
+    def _metric(self, metric: str | Measure) -> str:
+        name = str(parse_measure(metric))
+        if name not in self.means:
+            raise InputError(f"metric {name!r} is not in this comparison; it has {', '.join(self.metrics)}")
+        return name
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat row per (metric, run), in display order -- what tables are drawn from."""
+        out: list[dict[str, Any]] = []
+        for metric in self.metrics:
+            for run in self.runs:
+                iv = self.means[metric][run]
+                row: dict[str, Any] = {"metric": metric, "run": run, "baseline": run == self.baseline, "mean": iv}
+                row["paired"] = self.paired[metric].get(run)
+                out.append(row)
+        return out
+
+    def slices(
+        self, by: str | Callable[[Query], Any] = "category", *, golden: GoldenSet | None = None
+    ) -> dict[str, SliceTable]:
+        """:func:`slices` of every run's evaluation, with this comparison's settings."""
+        gs = golden if golden is not None else self.golden
+        if gs is None:
+            raise InputError("slices need a golden set (queries with categories or metadata); pass golden=")
+        return {
+            run: slices(
+                self.evaluations[run],
+                gs,
+                by=by,
+                metrics=self.metrics,
+                level=self.level,
+                method=self.ci_method,  # type: ignore[arg-type]
+                n_resamples=self.n_resamples,
+                seed=self.seed,
+            )
+            for run in self.runs
+        }
+
+    def __str__(self) -> str:
+        corr = "Holm-adjusted" if self.correction == "holm" else "unadjusted"
+        lines = [
+            f"{len(self.runs)} runs on {self.num_queries} queries; baseline {self.baseline!r}; "
+            f"{self.test} test, {corr} p; {self.level:.0%} intervals",
+        ]
+        header = ["run", "mean", "CI", f"vs {self.baseline}", "CI", "p", "p adj", "d", "W/T/L"]
+        for metric in self.metrics:
+            table = [header]
+            for row in self.rows():
+                if row["metric"] != metric:
+                    continue
+                iv: Interval = row["mean"]
+                pc: PairedComparison | None = row["paired"]
+                cells = [row["run"] + (" (base)" if row["baseline"] else ""), _fmt(iv.estimate), _fmt_ci(iv)]
+                if pc is None:
+                    cells += ["", "", "", "", "", ""]
+                else:
+                    mark = " *" if pc.significant else ""
+                    cells += [
+                        _fmt(pc.difference.estimate, sign=True),
+                        _fmt_ci(pc.difference, sign=True),
+                        _fmt_p(pc.pvalue),
+                        _fmt_p(pc.pvalue_adjusted) + mark,
+                        _fmt(pc.effect_size, 2),
+                        f"{pc.wins}/{pc.ties}/{pc.losses}",
+                    ]
+                table.append(cells)
+            widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+            lines.append("")
+            lines.append(metric)
+            for r in table:
+                lines.append(
+                    "  "
+                    + "  ".join(
+                        c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+                    ).rstrip()
+                )
+        lines.append("")
+        lines.append(
+            f"* significant at alpha={self.alpha:g}; d = Cohen's d_z; W/T/L = queries won/tied/lost vs the baseline"
+        )
+        notes = list(self.warnings) + [
+            f"{pc.metric}, {pc.run}: {pc.warning}" for m in self.metrics for pc in self.paired[m].values() if pc.warning
+        ]
+        if notes:
+            lines.append("warnings:")
+            lines.extend(f"  - {w}" for w in notes)
+        return "\n".join(lines)
+
+    def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
+        """A JSON-ready dict; ``per_query=True`` adds every run's per-query values."""
+        out: dict[str, Any] = {
+            "runs": list(self.runs),
+            "metrics": list(self.metrics),
+            "baseline": self.baseline,
+            "num_queries": self.num_queries,
+            "test": self.test,
+            "correction": self.correction,
+            "alpha": self.alpha,
+            "level": self.level,
+            "ci_method": self.ci_method,
+            "n_resamples": self.n_resamples,
+            "seed": self.seed,
+            "means": {m: {r: iv.to_dict() for r, iv in runs.items()} for m, runs in self.means.items()},
+            "paired": {m: {r: pc.to_dict() for r, pc in runs.items()} for m, runs in self.paired.items()},
+            "warnings": list(self.warnings),
+        }
+        if per_query:
+            out["query_ids"] = list(self.query_ids)
+            out["per_query"] = {
+                r: {m: ev.values[m].tolist() for m in self.metrics} for r, ev in self.evaluations.items()
+            }
+        return out
+
+
+# --------------------------------------------------------------------------------------------------
+# compare
+# --------------------------------------------------------------------------------------------------
+
+
+def _named_runs(runs: Mapping[str, RunLike] | Sequence[Run]) -> dict[str, RunLike]:
+    if isinstance(runs, Mapping):
+        named = dict(runs)
+        bad = [k for k in named if not isinstance(k, str)]
+        if bad:
+            raise InputError(f"runs: expected run names as str keys, found {bad[0]!r}")
+        return named
+    if isinstance(runs, (str, bytes)) or not isinstance(runs, Sequence):
+        raise InputError(f"runs: expected a dict of name -> run, or a list of Run objects, found {type(runs).__name__}")
+    named = {}
+    for i, run in enumerate(runs):
+        if not isinstance(run, Run):
+            raise InputError(
+                f"runs[{i}]: a list of runs must hold Run objects (their names are used), found {type(run).__name__}"
+            )
+        if run.name in named:
+            raise InputError(f"runs: two runs are named {run.name!r}; pass a dict {{name: run}} to name them")
+        named[run.name] = run
+    return named
+
+
+def _check_metrics_in(ev: Evaluation, names: Sequence[str], run: str) -> None:
+    missing = [m for m in names if m not in ev.values]
+    if missing:
+        raise InputError(
+            f"runs[{run!r}]: the Evaluation has no values for {', '.join(missing)}; it has {', '.join(ev.values)}"
+        )
+
+
+def compare(
+    runs: Mapping[str, RunLike] | Sequence[Run],
+    qrels: Qrels | Mapping[str, Mapping[str, int]] | GoldenSet | None,
+    metrics: str | Measure | Sequence[str | Measure],
+    *,
+    baseline: str | None = None,
+    test: TestName = "permutation",
+    alpha: float = 0.05,
+    level: float = 0.95,
+    ci: CIMethod = "auto",
+    correction: Literal["holm", "none"] = "holm",
+    family: Literal["all", "metric"] = "all",
+    golden: GoldenSet | None = None,
+    seed: int = 0,
+    n_resamples: int = 10_000,
+) -> Comparison:
+    """Compare runs on the same queries, with intervals and paired significance tests.
+
+    Every run is evaluated with ``missing="zero"`` (a query the run lacks, or failed on, scores 0), so
+    all runs have the same queries and per-query values pair up by position.
+
+    Parameters
+    ----------
+    runs:
+        ``{name: run}`` where a run is a :class:`~rankbridge.Run`, a plain ``{qid: {doc: score}}`` /
+        ``{qid: [doc ids]}`` dict, or an already computed :class:`~rankbridge.Evaluation`; or a list of
+        Run objects (named by ``run.name``).
+    qrels:
+        The judgments (or a :class:`~rankbridge.GoldenSet`, whose qrels are used). May be ``None``
+        when ``golden`` is given or every run is an Evaluation.
+    metrics:
+        Metric names, e.g. ``["ndcg@10", "mrr@10", "recall@10"]``.
+    baseline:
+        The run to compare the others with; default the first run. An unknown name is an error.
+    test:
+        ``"permutation"`` (paired randomization test, default), ``"t"`` (paired t-test) or
+        ``"wilcoxon"`` (signed-rank). All two-sided.
+    alpha:
+        Significance level for ``significant`` and the sample-size warning.
+    level:
+        Confidence level of the intervals.
+    ci:
+        Interval method: ``"auto"`` (t below 30 queries, BCa bootstrap from there), ``"bca"``,
+        ``"percentile"``, ``"t"``.
+    correction:
+        ``"holm"`` (default) or ``"none"``.
+    family:
+        What Holm corrects over: ``"all"`` (every metric x run comparison, default) or ``"metric"``
+        (each metric's comparisons separately).
+    golden:
+        Golden set, kept for :meth:`Comparison.slices`.
+    seed, n_resamples:
+        Bootstrap and permutation resampling; same seed, same numbers.
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    InputError
+        An unknown baseline, no runs, no queries, or Evaluations over different queries.
+
+    Examples
+    --------
+    >>> qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}}
+    >>> one = {"q1": ["a"], "q2": ["x", "b"], "q3": ["c"]}
+    >>> two = {"q1": ["x", "a"], "q2": ["b"], "q3": ["c"]}
+    >>> runs = {"one": one, "two": two}
+    >>> cmp = compare(runs, qrels, "mrr")
+    >>> cmp.baseline, cmp.means["mrr"]["one"].estimate == cmp.means["mrr"]["two"].estimate
+    ('one', True)
+    >>> pc = cmp.paired["mrr"]["two"]
+    >>> (pc.wins, pc.ties, pc.losses), pc.pvalue
+    ((1, 1, 1), 1.0)
+    """
+    _check_choice(test, ("permutation", "t", "wilcoxon"), "test")
+    _check_choice(correction, ("holm", "none"), "correction")
+    _check_choice(family, ("all", "metric"), "family")
+    _check_alpha(alpha)
+    named = _named_runs(runs)
+    if not named:
+        raise InputError("runs: expected at least one run, found none")
+    if isinstance(qrels, GoldenSet):
+        golden = golden or qrels
+        qrels = qrels.qrels
+    if qrels is None and golden is not None:
+        qrels = golden.qrels
+    measures = parse_measures(metrics)
+    names = tuple(str(m) for m in measures)
+    if not names:
+        raise InputError("metrics: expected at least one metric name, found none")
+    if baseline is None:
+        baseline = next(iter(named))
+    elif baseline not in named:
+        raise InputError(f"baseline: expected one of the run names {', '.join(map(repr, named))}, found {baseline!r}")
+
+    evaluations: dict[str, Evaluation] = {}
+    for name, run in named.items():
+        if isinstance(run, Evaluation):
+            _check_metrics_in(run, names, name)
+            evaluations[name] = run
+        else:
+            if qrels is None:
+                raise InputError(f"qrels: needed to evaluate run {name!r}, found None")
+            evaluations[name] = evaluate(qrels, run, measures)
+    query_ids = evaluations[baseline].query_ids
+    for name, ev in evaluations.items():
+        if ev.query_ids != query_ids:
+            raise InputError(
+                f"runs[{name!r}]: evaluated over {ev.num_queries} queries, the baseline {baseline!r} over "
+                f"{len(query_ids)}; per-query values only pair up over the same queries (evaluate with missing='zero')"
+            )
+    n = len(query_ids)
+    if n == 0:
+        raise InputError("qrels: no queries to compare over (the qrels are empty)")
+
+    run_names = tuple(named)
+    others = [r for r in run_names if r != baseline]
+    # Means and differences share one bootstrap: columns = every (metric, run), then every (metric, other).
+    mean_cols = [evaluations[r].values[m] for m in names for r in run_names]
+    diff_cols = [evaluations[r].values[m] - evaluations[baseline].values[m] for m in names for r in others]
+    unit = [measure.name in _UNIT_RANGE for measure in measures]
+    floor = [0.0 for _ in unit for _ in run_names] + [-1.0 if u else -np.inf for u in unit for _ in others]
+    ceil = [1.0 if u else np.inf for u in unit for _ in run_names] + [
+        1.0 if u else np.inf for u in unit for _ in others
+    ]
+    intervals = confidence_intervals(
+        np.column_stack(mean_cols + diff_cols),
+        level=level,
+        method=ci,
+        n_resamples=n_resamples,
+        seed=seed,
+        bounds=(floor, ceil),
+    )
+    means: dict[str, dict[str, Interval]] = {m: {} for m in names}
+    it = iter(intervals)
+    for m in names:
+        for r in run_names:
+            means[m][r] = next(it)
+    diff_ivs = list(it)
+
+    tests: list[PairedTestResult] = []
+    if diff_cols:
+        d_matrix = np.column_stack(diff_cols)
+        if test == "permutation":
+            tests = permutation_tests(d_matrix, n_resamples=n_resamples, seed=seed)
+        else:
+            zeros = np.zeros(n)
+            for j in range(d_matrix.shape[1]):
+                dj = d_matrix[:, j]
+                tests.append(paired_t_test(dj, zeros) if test == "t" else wilcoxon_test(dj, zeros))
+    raw = np.array([t.pvalue for t in tests])
+    if correction == "none" or not len(raw):
+        adjusted = raw.copy()
+    elif family == "all":
+        adjusted = holm(raw)
+    else:
+        adjusted = np.empty(len(raw))
+        per = len(others)
+        for i in range(len(names)):
+            adjusted[i * per : (i + 1) * per] = holm(raw[i * per : (i + 1) * per])
+
+    paired: dict[str, dict[str, PairedComparison]] = {m: {} for m in names}
+    j = 0
+    for m in names:
+        base_values = evaluations[baseline].values[m]
+        for r in others:
+            d = diff_cols[j]
+            effect = paired_effect_size(d, np.zeros(n)) if n >= 2 else math.nan
+            p_adj = float(adjusted[j])
+            warn = None
+            if not (p_adj < alpha) and n >= MIN_QUERIES:
+                warn = sample_size_warning(n, effect, alpha=alpha)
+            paired[m][r] = PairedComparison(
+                metric=m,
+                run=r,
+                baseline=baseline,
+                baseline_mean=float(base_values.mean()),
+                difference=diff_ivs[j],
+                test=tests[j],
+                pvalue_adjusted=p_adj,
+                effect_size=effect,
+                wins=int((d > TIE_TOLERANCE).sum()),
+                ties=int((np.abs(d) <= TIE_TOLERANCE).sum()),
+                losses=int((d < -TIE_TOLERANCE).sum()),
+                power=paired_power(effect, n, alpha=alpha),
+                warning=warn,
+                alpha=alpha,
+            )
+            j += 1
+
+    warnings: list[str] = []
+    small = sample_size_warning(n)
+    if small:
+        warnings.append(small)
+    for name, ev in evaluations.items():
+        notes = []
+        if ev.failed:
+            notes.append(f"{len(ev.failed)} failed")
+        if ev.missing:
+            notes.append(f"{len(ev.missing)} missing")
+        if notes:
+            warnings.append(f"run {name!r}: {' and '.join(notes)} queries scored 0")
+    no_rel = evaluations[baseline].no_relevant
+    if no_rel:
+        warnings.append(
+            f"{len(no_rel)} queries have no relevant document in the qrels (recall, AP, nDCG are 0 for every run)"
+        )
+
+    return Comparison(
+        runs=run_names,
+        metrics=names,
+        baseline=baseline,
+        means=means,
+        paired=paired,
+        evaluations=evaluations,
+        query_ids=query_ids,
+        warnings=tuple(warnings),
+        test=test,
+        correction=correction,
+        alpha=alpha,
+        level=level,
+        ci_method=ci,
+        n_resamples=n_resamples,
+        seed=seed,
+        golden=golden,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Slices
+# --------------------------------------------------------------------------------------------------
+
+NO_VALUE = "(none)"
+
+
+@dataclass(frozen=True)
+class Slice:
+    """The queries that share one value of a slicing field, with their means.
+
+    Attributes
+    ----------
+    name:
+        The field's value (``"(none)"`` for queries without one).
+    query_ids:
+        The slice's queries.
+    means:
+        Metric -> mean over the slice with its interval.
+    warning:
+        Set when the slice is too small to trust.
+    """
+
+    name: str
+    query_ids: tuple[str, ...]
+    means: dict[str, Interval]
+    warning: str | None = None
+
+    @property
+    def n(self) -> int:
+        """How many queries the slice has."""
+        return len(self.query_ids)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "name": self.name,
+            "n": self.n,
+            "query_ids": list(self.query_ids),
+            "means": {m: iv.to_dict() for m, iv in self.means.items()},
+            "warning": self.warning,
+        }
+
+
+@dataclass(frozen=True)
+class SliceTable:
+    """Per-slice means of one run (see :func:`slices`)."""
+
+    run: str
+    by: str
+    metrics: tuple[str, ...]
+    slices: tuple[Slice, ...]
+    overall: dict[str, Interval]
+
+    def __getitem__(self, name: str) -> Slice:
+        for s in self.slices:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[Slice]:
+        return iter(self.slices)
+
+    def __len__(self) -> int:
+        return len(self.slices)
+
+    def names(self) -> list[str]:
+        """Slice names in display order."""
+        return [s.name for s in self.slices]
+
+    def __str__(self) -> str:
+        header = ["slice", "n", *self.metrics]
+        table = [header]
+        for s in self.slices:
+            table.append(
+                [s.name, str(s.n), *(f"{_fmt(s.means[m].estimate)} {_fmt_ci(s.means[m])}" for m in self.metrics)]
+            )
+        n_all = next(iter(self.overall.values())).n if self.overall else 0
+        table.append(
+            [
+                "(all)",
+                str(n_all),
+                *(f"{_fmt(self.overall[m].estimate)} {_fmt_ci(self.overall[m])}" for m in self.metrics),
+            ]
+        )
+        widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+        lines = [f"{self.run} by {self.by}"]
+        for r in table:
+            lines.append(
+                "  "
+                + "  ".join(
+                    c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+                ).rstrip()
+            )
+        warned = [f"  - {s.name}: {s.warning}" for s in self.slices if s.warning]
+        if warned:
+            lines.append("warnings:")
+            lines.extend(warned)
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "run": self.run,
+            "by": self.by,
+            "metrics": list(self.metrics),
+            "slices": [s.to_dict() for s in self.slices],
+            "overall": {m: iv.to_dict() for m, iv in self.overall.items()},
+        }
+
+
+def _slice_values(query: Query | None, by: str | Callable[[Query], Any]) -> list[str]:
+    if query is None:
+        return [NO_VALUE]
+    if callable(by):
+        value = by(query)
+    elif by == "category":
+        value = query.category
+    else:
+        value = query.metadata.get(by) if query.metadata else None
+    if value is None:
+        return [NO_VALUE]
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted({str(v) for v in value if v is not None})
+        return items or [NO_VALUE]
+    if not isinstance(value, Hashable):
+        raise InputError(f"slice by {_by_name(by)}: query {query.id!r} has an unhashable value {value!r}")
+    return [str(value)]
+
+
+def _by_name(by: str | Callable[[Query], Any]) -> str:
+    return by if isinstance(by, str) else getattr(by, "__name__", "callable")
+
+
+def slices(
+    evaluation: Evaluation,
+    golden: GoldenSet | Iterable[Query],
+    by: str | Callable[[Query], Any] = "category",
+    *,
+    metrics: Sequence[str | Measure] | None = None,
+    level: float = 0.95,
+    method: CIMethod = "auto",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    min_queries: int = MIN_QUERIES,
+) -> SliceTable:
+    """Means per slice of queries, each with its own interval and a small-sample warning.
+
+    Parameters
+    ----------
+    evaluation:
+        Per-query values of one run.
+    golden:
+        The golden set (or its queries), which says each query's category and metadata.
+    by:
+        ``"category"`` (``Query.category``), any other string (a key of ``Query.metadata``), or a
+        function ``Query -> value``. A list value puts the query in several slices; ``None`` (or a query
+        missing from the golden set) puts it in ``"(none)"``.
+    metrics:
+        Metrics to slice (default: all in the evaluation).
+    level, method, n_resamples, seed:
+        Intervals, as in :func:`~rankbridge.metrics.stats.confidence_interval`.
+    min_queries:
+        Slices smaller than this get a warning.
+
+    Returns
+    -------
+    SliceTable
+        Slices sorted by name (``"(none)"`` last), and the overall means.
+
+    Examples
+    --------
+    >>> from rankbridge import GoldenSet, Qrels, Query, evaluate
+    >>> qs = [Query("q1", "a", category="how-to"), Query("q2", "b", category="how-to")]
+    >>> qs.append(Query("q3", "c", category="faq"))
+    >>> golden = GoldenSet(qs, Qrels({"q1": {"d1": 1}, "q2": {"d2": 1}, "q3": {"d3": 1}}))
+    >>> ev = evaluate(golden.qrels, {"q1": ["d1"], "q2": ["x"], "q3": ["d3"]}, ["hit_rate@1"])
+    >>> table = slices(ev, golden)
+    >>> [(s.name, s.n, s.means["hit_rate@1"].estimate) for s in table]
+    [('faq', 1, 1.0), ('how-to', 2, 0.5)]
+    """
+    queries = golden.queries if isinstance(golden, GoldenSet) else list(golden)
+    by_id = {q.id: q for q in queries}
+    names = tuple(str(parse_measure(m)) for m in metrics) if metrics is not None else tuple(evaluation.values)
+    for m in names:
+        if m not in evaluation.values:
+            raise InputError(f"metrics: the evaluation has no values for {m!r}; it has {', '.join(evaluation.values)}")
+    if isinstance(by, str) and by != "category" and not any(by in (q.metadata or {}) for q in queries):
+        keys = sorted({k for q in queries for k in (q.metadata or {})})
+        known = ", ".join(["category", *keys])
+        raise InputError(f"by: no query in the golden set has the metadata field {by!r}; known fields: {known}")
+    if not evaluation.query_ids:
+        raise InputError("evaluation: no queries to slice")
+    groups: dict[str, list[int]] = {}
+    for i, qid in enumerate(evaluation.query_ids):
+        for value in _slice_values(by_id.get(qid), by):
+            groups.setdefault(value, []).append(i)
+    order = sorted(groups, key=lambda s: (s == NO_VALUE, s))
+    matrix = np.column_stack([evaluation.values[m] for m in names])
+    ceil = [1.0 if parse_measure(m).name in _UNIT_RANGE else np.inf for m in names]
+    settings: dict[str, Any] = {
+        "level": level,
+        "method": method,
+        "n_resamples": n_resamples,
+        "seed": seed,
+        "bounds": (0.0, ceil),
+    }
+    overall_ivs = confidence_intervals(matrix, **settings)
+    out = []
+    for name in order:
+        rows = np.asarray(groups[name], dtype=np.int64)
+        ivs = confidence_intervals(matrix[rows], **settings)
+        warn = sample_size_warning(len(rows), min_queries=min_queries)
+        out.append(
+            Slice(
+                name=name,
+                query_ids=tuple(evaluation.query_ids[i] for i in rows.tolist()),
+                means=dict(zip(names, ivs, strict=True)),
+                warning=warn,
+            )
+        )
+    return SliceTable(
+        run=evaluation.run_name,
+        by=_by_name(by),
+        metrics=names,
+        slices=tuple(out),
+        overall=dict(zip(names, overall_ivs, strict=True)),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Failure analysis
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FailedQuery:
+    """One query in a failure list.
+
+    Attributes
+    ----------
+    query_id, query:
+        The id and, when a golden set was given, the text.
+    run:
+        The run the retrieved ids come from.
+    expected:
+        Relevant doc ids from the qrels, highest label first.
+    retrieved:
+        The first few retrieved doc ids, in rank order.
+    top_score:
+        The score of the first hit (``None`` without hits or scores).
+    first_relevant_rank:
+        1-based rank of the first relevant doc anywhere in the list, ``None`` if none was retrieved.
+    judged_share:
+        Share of the returned top-k that has any judgment in the qrels (NaN without hits).
+    error:
+        The retrieval error, ``"no result"`` for a query the run lacks, ``"empty result"`` for no hits.
+    value:
+        The metric value (best/worst lists).
+    """
+
+    query_id: str
+    query: str | None
+    run: str
+    expected: tuple[str, ...]
+    retrieved: tuple[str, ...]
+    top_score: float | None
+    first_relevant_rank: int | None
+    judged_share: float
+    error: str | None = None
+    value: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "query_id": self.query_id,
+            "query": self.query,
+            "run": self.run,
+            "expected": list(self.expected),
+            "retrieved": list(self.retrieved),
+            "top_score": _json_float(self.top_score),
+            "first_relevant_rank": self.first_relevant_rank,
+            "judged_share": _json_float(self.judged_share),
+            "error": self.error,
+            "value": _json_float(self.value),
+        }
+
+    def line(self) -> str:
+        """One line for a text listing."""
+        text = f" {self.query!r}" if self.query else ""
+        rank = f"first relevant at {self.first_relevant_rank}" if self.first_relevant_rank else "no relevant retrieved"
+        value = f" value={self.value:.4f}" if self.value is not None else ""
+        err = f" error: {self.error}" if self.error else ""
+        return (
+            f"{self.query_id}{text}: {rank}; expected {', '.join(self.expected[:5]) or '-'}; "
+            f"got {', '.join(self.retrieved) or '-'}{value}{err}"
+        )
+
+
+_LISTS = ("zero_hit", "top1_irrelevant", "ranked_low", "mostly_unjudged", "failed", "best", "worst")
+
+
+@dataclass(frozen=True)
+class RunFailures:
+    """Failure lists of one run (see :func:`failures` for the definitions)."""
+
+    run: str
+    k: int
+    low_rank: int
+    metric: str
+    zero_hit: tuple[FailedQuery, ...]
+    top1_irrelevant: tuple[FailedQuery, ...]
+    ranked_low: tuple[FailedQuery, ...]
+    mostly_unjudged: tuple[FailedQuery, ...]
+    failed: tuple[FailedQuery, ...]
+    best: tuple[FailedQuery, ...]
+    worst: tuple[FailedQuery, ...]
+    num_queries: int
+    no_relevant: tuple[str, ...] = ()
+
+    def counts(self) -> dict[str, int]:
+        """List name -> number of queries."""
+        return {name: len(getattr(self, name)) for name in _LISTS}
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        out: dict[str, Any] = {
+            "run": self.run,
+            "k": self.k,
+            "low_rank": self.low_rank,
+            "metric": self.metric,
+            "num_queries": self.num_queries,
+            "no_relevant": list(self.no_relevant),
+        }
+        for name in _LISTS:
+            out[name] = [item.to_dict() for item in getattr(self, name)]
+        return out
+
+    def __str__(self) -> str:
+        titles = {
+            "zero_hit": f"no relevant doc in the top {self.k}",
+            "top1_irrelevant": f"top result not relevant (a relevant one is in the top {self.k})",
+            "ranked_low": f"first relevant doc below rank {self.low_rank}",
+            "mostly_unjudged": f"top {self.k} mostly unjudged (the metric cannot be trusted)",
+            "failed": "retrieval failed or returned nothing",
+            "best": f"best by {self.metric}",
+            "worst": f"worst by {self.metric}",
+        }
+        lines = [f"{self.run}: {self.num_queries} queries"]
+        for name in _LISTS:
+            items = getattr(self, name)
+            lines.append(f"  {titles[name]}: {len(items)}")
+            lines.extend(f"    {item.line()}" for item in items[:10])
+            if len(items) > 10:
+                lines.append(f"    ... and {len(items) - 10} more")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Failures:
+    """The result of :func:`failures`: per-run lists and the queries no run solves."""
+
+    runs: dict[str, RunFailures]
+    unsolved: tuple[FailedQuery, ...]
+    k: int
+
+    def __getitem__(self, run: str) -> RunFailures:
+        try:
+            return self.runs[run]
+        except KeyError:
+            raise InputError(f"run: expected one of {', '.join(map(repr, self.runs))}, found {run!r}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "k": self.k,
+            "runs": {name: rf.to_dict() for name, rf in self.runs.items()},
+            "unsolved": [item.to_dict() for item in self.unsolved],
+        }
+
+    def __str__(self) -> str:
+        parts = [str(rf) for rf in self.runs.values()]
+        if len(self.runs) > 1:
+            lines = [f"no run has a relevant doc in the top {self.k}: {len(self.unsolved)}"]
+            lines.extend(f"  {item.line()}" for item in self.unsolved[:10])
+            if len(self.unsolved) > 10:
+                lines.append(f"  ... and {len(self.unsolved) - 10} more")
+            parts.append("\n".join(lines))
+        return "\n\n".join(parts)
+
+
+def _as_run(name: str, run: Run | Mapping[str, Any]) -> Run:
+    if isinstance(run, Run):
+        return run
+    if not isinstance(run, Mapping):
+        raise InputError(f"runs[{name!r}]: expected a Run or a dict, found {type(run).__name__}")
+    if not run:
+        return Run(name=name)
+    first = next(iter(run.values()))
+    if isinstance(first, Mapping):
+        return Run.from_scores(run, name=name)  # type: ignore[arg-type]
+    return Run.from_ranked(run, name=name)
+
+
+def _several(run: Any) -> bool:
+    """Whether ``run`` is ``{name: run}`` (or a list of Runs) rather than one run."""
+    if isinstance(run, Run):
+        return False
+    if isinstance(run, (list, tuple)):
+        return True
+    if isinstance(run, Mapping) and run:
+        first = next(iter(run.values()))
+        if isinstance(first, Run):
+            return True
+        if isinstance(first, Mapping) and first:
+            inner = next(iter(first.values()))
+            return isinstance(inner, (Mapping, list, tuple))
+    return False
+
+
+def failures(
+    run: Run | Mapping[str, Any] | Mapping[str, Run | Mapping[str, Any]] | Sequence[Run],
+    qrels: Qrels | Mapping[str, Mapping[str, int]] | None = None,
+    *,
+    golden: GoldenSet | None = None,
+    evaluation: Evaluation | Mapping[str, Evaluation] | None = None,
+    k: int = 10,
+    low_rank: int = 3,
+    rel: int = 1,
+    show: int = 5,
+    n_best: int = 5,
+    unjudged_share: float = 0.5,
+    metric: str | Measure | None = None,
+) -> Failures:
+    """The queries a run gets wrong, each with its text, expected ids, retrieved ids and top score.
+
+    Lists (a query can be in several; only queries with a relevant doc in the qrels are listed, except
+    in ``failed``):
+
+    * ``zero_hit`` -- no relevant doc in the top ``k`` (``first_relevant_rank`` shows if one came later).
+    * ``top1_irrelevant`` -- a relevant doc is in the top ``k`` but the first result is not relevant:
+      the cases a reranker can fix.
+    * ``ranked_low`` -- the first relevant doc is retrieved but below rank ``low_rank`` (inside or
+      beyond the top ``k``), worst first.
+    * ``mostly_unjudged`` -- more than ``unjudged_share`` of the returned top ``k`` has no judgment at
+      all, so the metric says little (judge those pairs).
+    * ``failed`` -- retrieval raised, the run has no result for the query, or an empty one (the item's
+      ``error`` says which).
+    * ``best`` / ``worst`` -- the ``n_best`` highest and lowest values of ``metric``.
+    * ``unsolved`` (on the :class:`Failures`) -- queries no run has a relevant doc for in its top ``k``.
+
+    Parameters
+    ----------
+    run:
+        One run (a :class:`~rankbridge.Run` or plain dict), or several as ``{name: run}`` or a list of Runs.
+    qrels:
+        The judgments; default ``golden.qrels``.
+    golden:
+        Adds query texts.
+    evaluation:
+        Precomputed evaluation(s) for best/worst (one, or ``{name: Evaluation}``); computed if absent.
+    k:
+        The cut-off that defines a hit.
+    low_rank:
+        "Ranked low" means a first relevant rank above this.
+    rel:
+        Minimum label that counts as relevant.
+    show:
+        How many retrieved ids each item carries.
+    n_best:
+        Length of the best and worst lists.
+    unjudged_share:
+        Threshold of the ``mostly_unjudged`` list.
+    metric:
+        Metric for best/worst; default the evaluation's first metric, else ``ndcg@k``.
+
+    Returns
+    -------
+    Failures
+        ``failures(...)[run_name]`` gives a run's :class:`RunFailures`; ``.unsolved`` the shared misses.
+
+    Examples
+    --------
+    >>> qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}}
+    >>> run = Run.from_ranked({"q1": ["a"], "q2": ["x", "y", "z", "b"], "q3": ["x"]}, name="bm25")
+    >>> f = failures(run, qrels, k=3)
+    >>> [q.query_id for q in f["bm25"].zero_hit], [q.query_id for q in f["bm25"].ranked_low]
+    (['q2', 'q3'], ['q2'])
+    >>> f["bm25"].ranked_low[0].first_relevant_rank
+    4
+    """
+    for pname, value, lo in (("k", k, 1), ("low_rank", low_rank, 1), ("show", show, 0), ("n_best", n_best, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+            raise InputError(f"{pname} must be an int >= {lo}. Got {value!r} instead.")
+    if not (0 <= unjudged_share < 1):
+        raise InputError(f"unjudged_share must be a number in [0, 1). Got {unjudged_share!r} instead.")
+    if qrels is None:
+        if golden is None:
+            raise InputError("qrels: expected judgments (or golden=), found None")
+        qrels = golden.qrels
+    q = qrels if isinstance(qrels, Qrels) else Qrels(qrels)
+    if _several(run):
+        named = _named_runs(run)  # type: ignore[arg-type]
+        runs = {name: _as_run(name, r) for name, r in named.items()}  # type: ignore[arg-type]
+    else:
+        single = _as_run(run.name if isinstance(run, Run) else "run", run)  # type: ignore[arg-type]
+        runs = {single.name: single}
+    if not runs:
+        raise InputError("run: expected at least one run, found none")
+    evals: dict[str, Evaluation] = {}
+    if isinstance(evaluation, Evaluation):
+        if len(runs) != 1:
+            raise InputError("evaluation: several runs need {name: Evaluation}, found one Evaluation")
+        evals[next(iter(runs))] = evaluation
+    elif evaluation is not None:
+        evals.update(evaluation)
+    if metric is None:
+        first = next(iter(evals.values()), None)
+        metric_name = first.metric_names[0] if first is not None else f"ndcg@{k}"
+    else:
+        metric_name = str(parse_measure(metric))
+    texts = golden.texts() if golden is not None else {}
+
+    qids = sorted(q)
+    relevant: dict[str, tuple[str, ...]] = {}
+    for qid in qids:
+        docs = [(label, doc) for doc, label in q[qid].items() if label >= rel]
+        relevant[qid] = tuple(doc for _, doc in sorted(docs, key=lambda t: (-t[0], t[1])))
+    no_relevant = tuple(qid for qid in qids if not relevant[qid])
+
+    per_run: dict[str, RunFailures] = {}
+    solved_by_any: set[str] = set()
+    first_items: dict[str, FailedQuery] = {}
+    for name, r in runs.items():
+        ev = evals.get(name)
+        if ev is None or metric_name not in ev.values:
+            ev = evaluate(q, r, [metric_name])
+        values = dict(zip(ev.query_ids, ev.values[metric_name].tolist(), strict=True))
+        lists: dict[str, list[FailedQuery]] = {n: [] for n in _LISTS}
+        scored: list[tuple[float, str, FailedQuery]] = []
+        for qid in qids:
+            hits: list[Hit] = r.hits(qid) if qid in r else []
+            error = r.errors.get(qid) if qid not in r else None
+            if qid not in r and error is None:
+                error = "no result"
+            elif qid in r and not hits:
+                error = "empty result"
+            judged = q[qid]
+            rel_set = set(relevant[qid])
+            first_rel = next((i + 1 for i, h in enumerate(hits) if h.doc_id in rel_set), None)
+            top = hits[:k]
+            share = sum(1 for h in top if h.doc_id in judged) / len(top) if top else math.nan
+            item = FailedQuery(
+                query_id=qid,
+                query=texts.get(qid),
+                run=name,
+                expected=relevant[qid],
+                retrieved=tuple(h.doc_id for h in hits[:show]),
+                top_score=hits[0].score if hits else None,
+                first_relevant_rank=first_rel,
+                judged_share=share,
+                error=error,
+                value=values.get(qid),
+            )
+            first_items.setdefault(qid, item)
+            if error is not None:
+                lists["failed"].append(item)
+            if not rel_set:
+                continue
+            scored.append((values.get(qid, 0.0), qid, item))
+            if first_rel is None or first_rel > k:
+                lists["zero_hit"].append(item)
+            else:
+                solved_by_any.add(qid)
+                if first_rel > 1:
+                    lists["top1_irrelevant"].append(item)
+            if first_rel is not None and first_rel > low_rank:
+                lists["ranked_low"].append(item)
+            if top and share < 1.0 - unjudged_share:
+                lists["mostly_unjudged"].append(item)
+        lists["ranked_low"].sort(key=lambda it: (-(it.first_relevant_rank or 0), it.query_id))
+        best = sorted(scored, key=lambda t: (-t[0], t[1]))[:n_best]
+        worst = sorted(scored, key=lambda t: (t[0], t[1]))[:n_best]
+        per_run[name] = RunFailures(
+            run=name,
+            k=k,
+            low_rank=low_rank,
+            metric=metric_name,
+            zero_hit=tuple(lists["zero_hit"]),
+            top1_irrelevant=tuple(lists["top1_irrelevant"]),
+            ranked_low=tuple(lists["ranked_low"]),
+            mostly_unjudged=tuple(lists["mostly_unjudged"]),
+            failed=tuple(lists["failed"]),
+            best=tuple(t[2] for t in best),
+            worst=tuple(t[2] for t in worst),
+            num_queries=len(qids),
+            no_relevant=no_relevant,
+        )
+    unsolved = tuple(first_items[qid] for qid in qids if relevant[qid] and qid not in solved_by_any)
+    return Failures(runs=per_run, unsolved=unsolved, k=k)
+
+
+# --------------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------------
+
+DEFAULT_COMPARE_METRICS = ["ndcg@10", "mrr@10", "recall@10", "hit_rate@5"]
+
+
+def _split_metrics(values: Sequence[str] | None) -> list[str]:
+    if not values:
+        return list(DEFAULT_COMPARE_METRICS)
+    return [part for v in values for part in (p.strip() for p in v.split(",")) if part]
+
+
+def _run_names(runs: Sequence[Run], paths: Sequence[str]) -> list[str]:
+    names = [r.name for r in runs]
+    stems = [Path(p).stem for p in paths]
+    out = []
+    for i, name in enumerate(names):
+        if not name or names.count(name) > 1:
+            name = stems[i]
+        if name in out:
+            name = f"{name}-{i + 1}"
+        out.append(name)
+    return out
+
+
+def _print_rich(cmp: Comparison) -> bool:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        return False
+    console = Console()
+    if not console.is_terminal:  # piped or captured: don't squeeze the table into 80 columns
+        console = Console(width=max(console.width, 140))
+    corr = "Holm-adjusted" if cmp.correction == "holm" else "unadjusted"
+    table = Table(
+        title=f"{len(cmp.runs)} runs, {cmp.num_queries} queries, baseline {cmp.baseline!r}",
+        caption=f"{cmp.test} test, {corr} p, {cmp.level:.0%} intervals; * significant at alpha={cmp.alpha:g}",
+    )
+    for col in ("metric", "run", "mean", "CI", f"vs {cmp.baseline}", "CI", "p", "p adj", "d", "W/T/L"):
+        table.add_column(col, justify="left" if col in ("metric", "run") else "right")
+    for metric in cmp.metrics:
+        for i, run in enumerate(cmp.runs):
+            iv = cmp.means[metric][run]
+            pc = cmp.paired[metric].get(run)
+            cells = [
+                metric if i == 0 else "",
+                run + (" (base)" if run == cmp.baseline else ""),
+                _fmt(iv.estimate),
+                _fmt_ci(iv),
+            ]
+            if pc is None:
+                cells += ["", "", "", "", "", ""]
+            else:
+                diff = _fmt(pc.difference.estimate, sign=True)
+                if pc.significant:
+                    diff = f"[bold {'green' if pc.difference.estimate > 0 else 'red'}]{diff}[/]"
+                cells += [
+                    diff,
+                    _fmt_ci(pc.difference, sign=True),
+                    _fmt_p(pc.pvalue),
+                    _fmt_p(pc.pvalue_adjusted) + (" *" if pc.significant else ""),
+                    _fmt(pc.effect_size, 2),
+                    f"{pc.wins}/{pc.ties}/{pc.losses}",
+                ]
+            table.add_row(*cells, end_section=i == len(cmp.runs) - 1)
+    console.print(table)
+    notes = list(cmp.warnings) + [
+        f"{pc.metric}, {pc.run}: {pc.warning}" for m in cmp.metrics for pc in cmp.paired[m].values() if pc.warning
+    ]
+    for note in notes:
+        console.print(f"[yellow]warning:[/yellow] {note}", highlight=False)
+    return True
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from rankbridge.io import load_qrels, load_run
+
+    metrics = parse_measures(_split_metrics(args.metric))
+    qrels = load_qrels(args.qrels)
+    loaded = [load_run(p) for p in args.run]
+    named = dict(zip(_run_names(loaded, args.run), loaded, strict=True))
+    result = compare(
+        named,
+        qrels,
+        metrics,
+        baseline=args.baseline,
+        test=args.test,
+        alpha=args.alpha,
+        level=args.level,
+        seed=args.seed,
+        n_resamples=args.n_resamples,
+    )
+    if args.format == "json":
+        print(json.dumps(result.to_dict(), indent=2))
+    elif not _print_rich(result):
+        print(result)
+    return 0
+
+
+def add_cli(subparsers: Any) -> None:
+    """Register the ``compare`` subcommand on an ``argparse`` subparsers object.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="rankbridge")
+    >>> add_cli(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["compare", "qrels.txt", "a.txt", "b.txt", "-m", "ndcg@10", "--test", "t"])
+    >>> args.run, args.test, args.baseline
+    (['a.txt', 'b.txt'], 't', None)
+    """
+    p = subparsers.add_parser(
+        "compare",
+        help="compare runs with confidence intervals and paired significance tests",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Each run is compared with the baseline (default: the first run) on the same queries.\n"
+        "examples:\n"
+        "  rankbridge compare qrels.txt bm25.txt dense.txt -m ndcg@10 -m mrr@10\n"
+        "  rankbridge compare qrels.txt bm25.txt dense.txt hybrid.txt --baseline bm25 --test wilcoxon\n"
+        "  rankbridge compare qrels.txt bm25.txt dense.txt --format json",
+    )
+    p.add_argument("qrels", help="relevance judgments file (TREC, BEIR .tsv or .jsonl)")
+    p.add_argument("run", nargs="+", help="run files (TREC or .jsonl); named by their run tag, else file name")
+    p.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        help=f"metric, repeatable or comma-separated (default: {','.join(DEFAULT_COMPARE_METRICS)})",
+    )
+    p.add_argument("--baseline", help="name of the baseline run (default: the first)")
+    p.add_argument(
+        "--test",
+        choices=["permutation", "t", "wilcoxon"],
+        default="permutation",
+        help="paired test (default: permutation)",
+    )
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default: 0.95)")
+    p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap/permutation resamples (default: 10000)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=_cmd_compare)
