@@ -8,6 +8,11 @@ Examples
 {'ndcg@10': 1.0, 'mrr@10': 1.0}
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from rankbridge.errors import (
     InputError,
     MetricError,
@@ -21,9 +26,50 @@ from rankbridge.io import load_qrels, load_run
 from rankbridge.metrics import Measure, parse_measure
 from rankbridge.types import GoldenSet, Hit, Qrels, Query, Run
 
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; loaded lazily at run time
+    from rankbridge import integrations
+    from rankbridge.adapters import adapt
+    from rankbridge.compare import Comparison, compare, failures, slices
+    from rankbridge.retriever import Retriever, StaticRetriever
+    from rankbridge.runner import RunSummary, arun_retriever, run_retriever, summarize
+    from rankbridge.store import RunStore
+
 __version__ = "0.1.0"
 
+# Names served on first use, so `import rankbridge` stays light (no asyncio, threads, sqlite, frameworks).
+_LAZY = {
+    "Comparison": "rankbridge.compare",
+    "compare": "rankbridge.compare",
+    "failures": "rankbridge.compare",
+    "slices": "rankbridge.compare",
+    "adapt": "rankbridge.adapters",
+    "Retriever": "rankbridge.retriever",
+    "StaticRetriever": "rankbridge.retriever",
+    "RunSummary": "rankbridge.runner",
+    "arun_retriever": "rankbridge.runner",
+    "run_retriever": "rankbridge.runner",
+    "summarize": "rankbridge.runner",
+    "RunStore": "rankbridge.store",
+}
+_LAZY_MODULES = {"integrations"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f"rankbridge.{name}")
+    raise AttributeError(f"module 'rankbridge' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | _LAZY_MODULES)
+
+
 __all__ = [
+    "Comparison",
     "Evaluation",
     "GoldenSet",
     "Hit",
@@ -36,10 +82,22 @@ __all__ = [
     "Query",
     "RankbridgeError",
     "RetrievalError",
+    "Retriever",
     "Run",
+    "RunStore",
+    "RunSummary",
+    "StaticRetriever",
     "__version__",
+    "adapt",
+    "arun_retriever",
+    "compare",
     "evaluate",
+    "failures",
+    "integrations",
     "load_qrels",
     "load_run",
     "parse_measure",
+    "run_retriever",
+    "slices",
+    "summarize",
 ]

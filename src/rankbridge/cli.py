@@ -22,7 +22,7 @@ from rankbridge.metrics.measures import MEASURES, parse_measures
 
 __all__ = ["main"]
 
-_FEATURE_CLIS = ["rankbridge.compare", "rankbridge.store"]
+_FEATURE_CLIS = ["rankbridge.compare", "rankbridge.store", "rankbridge.integrations.ragas"]
 
 DEFAULT_METRICS = ["ndcg@10", "mrr@10", "precision@5", "recall@100", "map", "hit_rate@10"]
 _COUNT_MEASURES = {"num_ret", "num_rel", "num_rel_ret"}  # trec_eval sums these over queries for "all"

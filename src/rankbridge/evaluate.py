@@ -78,13 +78,21 @@ class Evaluation:
 
     @property
     def counts(self) -> dict[str, int]:
-        """Metric name -> number of queries its mean is over."""
-        return {name: len(v) for name, v in self.values.items()}
+        """Metric name -> number of queries its mean is over.
+
+        Ranking metrics are defined for every query; a joined column (e.g. a RAGAS score) holds NaN
+        where it could not be computed, and such queries are not counted.
+        """
+        return {name: int(np.count_nonzero(~np.isnan(v))) for name, v in self.values.items()}
 
     @property
     def mean(self) -> dict[str, float]:
-        """Metric name -> mean over :attr:`query_ids` (NaN when no query was evaluated)."""
-        return {name: (float(v.mean()) if len(v) else math.nan) for name, v in self.values.items()}
+        """Metric name -> mean over the queries in :attr:`counts` (NaN when there are none)."""
+        out: dict[str, float] = {}
+        for name, v in self.values.items():
+            ok = v[~np.isnan(v)]
+            out[name] = float(ok.mean()) if len(ok) else math.nan
+        return out
 
     @property
     def per_query(self) -> dict[str, dict[str, float]]:
@@ -133,16 +141,22 @@ def _as_run_mapping(run: Any) -> tuple[Mapping[str, Any], Run | None]:
         # Plain dicts are read in place (no copy): check only what is cheap to check.
         if not all(isinstance(q, str) for q in run):
             run = {str(q): v for q, v in run.items()}
-        first = next(iter(run.values()))
-        if isinstance(first, Mapping):
+        values = list(run.values())
+        if all(isinstance(v, Mapping) for v in values):
             return run, None
-        if isinstance(first, (list, tuple)):
-            ranked = Run.from_ranked(run)
-            return ranked._data, ranked
-        raise InputError(
-            "run: expected {qid: {doc: score}} or {qid: [doc ids in rank order]}, "
-            f"found {type(first).__name__} as a value"
-        )
+        # Hit lists (rank order), possibly mixed with {doc: score} queries: validate through a Run.
+        mixed = Run()
+        for qid, value in run.items():
+            if isinstance(value, Mapping):
+                mixed._data[qid] = Run.from_scores({qid: value})._data[qid]
+            elif isinstance(value, (list, tuple)):
+                mixed.add(qid, value)
+            else:
+                raise InputError(
+                    f"run[{qid!r}]: expected {{doc: score}} or a list of doc ids in rank order, "
+                    f"found {type(value).__name__}"
+                )
+        return mixed._data, mixed
     raise InputError(f"run: expected a Run or a dict, found {type(run).__name__}")
 
 

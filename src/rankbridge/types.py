@@ -239,6 +239,12 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
     def add(self, qid: Any, hits: Iterable[Hit | str | tuple[str, float]], *, latency: float | None = None) -> None:
         """Set the ranked hits of one query (rank order, best first); duplicates keep the first."""
         q = _check_id(qid, "query id", f"run[{qid!r}]")
+        if isinstance(hits, (Mapping, str, bytes)):
+            kind = "a mapping of doc -> score" if isinstance(hits, Mapping) else "a string"
+            raise InputError(
+                f"run[{qid!r}]: expected hits in rank order (a list), found {kind}; "
+                "use Run.from_scores for {doc: score} results"
+            )
         seen: set[str] = set()
         out: list[Hit] = []
         dropped = 0
@@ -248,8 +254,9 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
                 hit = item
                 if not isinstance(hit.doc_id, str):
                     hit = Hit(_check_id(hit.doc_id, "doc id", where), hit.score, hit.text, hit.metadata)
-                if hit.score is not None:
-                    _check_score(hit.score, where)
+                score = hit.score
+                if score is not None and (type(score) is not float or score != score):
+                    _check_score(score, where)  # the common case (a finite float) skips the call
             elif isinstance(item, (str, int)) and not isinstance(item, bool):
                 hit = Hit(_check_id(item, "doc id", where))
             elif isinstance(item, tuple) and len(item) == 2:

@@ -19,6 +19,8 @@ True
 
 from __future__ import annotations
 
+import functools
+import numbers
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -96,7 +98,8 @@ _MEASURE_RE = re.compile(
 )
 
 
-@dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclass(frozen=True)
 class Measure:
     """A metric with its parameters. ``str(m)`` is the canonical form and parses back to ``m``.
 
@@ -114,7 +117,20 @@ class Measure:
     k: int | None = None
     rel: int = 1
 
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Measure):
+            return NotImplemented
+        return self._key() < other._key()
+
+    def _key(self) -> tuple[str, int, int]:
+        return (self.name, 0 if self.k is None else self.k, self.rel)  # uncut sorts before any cut-off
+
     def __post_init__(self) -> None:
+        # numpy integers and other Integral types are accepted and stored as int
+        for attr in ("k", "rel"):
+            value = getattr(self, attr)
+            if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)):
+                object.__setattr__(self, attr, int(value))
         spec = MEASURES.get(self.name)
         if spec is None:
             raise MetricError(f"unknown measure {self.name!r}; expected one of {', '.join(MEASURES)}")
@@ -186,6 +202,9 @@ def parse_measure(text: str | Measure) -> Measure:
         known = ", ".join(sorted(MEASURES))
         raise MetricError(f"unknown metric {text!r}; known metrics: {known} (and aliases such as P@5, nDCG@10)")
     k = _int_param(m.group("k"), "k", text) if m.group("k") is not None else None
+    if raw in ("ndcg_cut", "map_cut") and k is None:
+        # trec_eval's bare ndcg_cut/map_cut mean a list of cut-offs; ours name one measure each
+        raise MetricError(f"{text!r}: give one cut-off, e.g. {raw}_10 (or {name}@10); the uncut measure is {name!r}")
     if m.group("rel1") is not None and m.group("rel2") is not None:
         raise MetricError(f"{text!r}: rel= given twice")
     rel_text = m.group("rel1") or m.group("rel2")

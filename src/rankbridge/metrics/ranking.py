@@ -197,9 +197,10 @@ def _ranks_from_scores(
     if np.isnan(scores).any():
         bad = next(d for d, s in scores_of.items() if s != s)
         raise InputError(f"run[{qid!r}][{bad!r}]: expected a numeric score, found NaN")
-    if single_precision:  # trec_eval compares scores as C floats
-        scores = scores.astype(np.float32)
-        mine = mine.astype(np.float32)
+    if single_precision:  # trec_eval compares scores as C floats (beyond float32 range: inf, as in C)
+        with np.errstate(over="ignore"):
+            scores = scores.astype(np.float32)
+            mine = mine.astype(np.float32)
     m = len(mine)
     if m == 1:
         s = mine[0]
