@@ -1,0 +1,207 @@
+"""Runner benchmarks: per-query overhead on an instant retriever, and throughput on a 50 ms one.
+
+Run:  .venv/bin/python benchmarks/bench_runner.py [--quick]
+
+1. Overhead: the runner (default settings, no progress bar) over a retriever that returns 10 hits
+   instantly, minus calling that retriever directly in a loop; per query, median of repeats. The same on
+   a LlamaIndex BaseRetriever stub, beside LlamaIndex's RetrieverEvaluator loop over it (when
+   llama-index-core is installed).
+2. Throughput: 1,000 queries, a retriever that sleeps 50 ms per call, concurrency 32; ideal
+   1000 * 0.05 / 32 = 1.5625 s. Sync (thread) and async retrievers through the runner, and LangChain's
+   ``abatch(max_concurrency=32)`` over equivalent LangChain retrievers (when langchain-core is installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from rankbridge import Hit
+from rankbridge.runner import run_retriever
+
+warnings.simplefilter("ignore", DeprecationWarning)
+
+HITS = [Hit(f"d{i}", 1.0 - i / 10, f"text {i}") for i in range(10)]
+
+
+class Instant:
+    native_async = False
+    name = "instant"
+
+    def retrieve(self, query: str, k: int) -> list[Hit]:
+        return HITS[:k]
+
+    async def aretrieve(self, query: str, k: int) -> list[Hit]:
+        return HITS[:k]
+
+
+class InstantAsync(Instant):
+    native_async = True
+
+
+class Sleepy:
+    name = "sleepy"
+
+    def __init__(self, delay: float, native_async: bool) -> None:
+        self.delay = delay
+        self.native_async = native_async
+
+    def retrieve(self, query: str, k: int) -> list[Hit]:
+        time.sleep(self.delay)
+        return HITS[:k]
+
+    async def aretrieve(self, query: str, k: int) -> list[Hit]:
+        await asyncio.sleep(self.delay)
+        return HITS[:k]
+
+
+def median_time(fn: Callable[[], Any], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def paired_overheads(
+    n: int, repeats: int, baseline: Callable[[], Any], variants: list[tuple[str, Callable[[], Any]]]
+) -> list[tuple[str, float]]:
+    """Per-query overhead of each variant over the baseline: each repeat times the baseline and every
+    variant back to back, so a busy machine slows both; the median over repeats of the differences."""
+    base: list[float] = []
+    diffs: dict[str, list[float]] = {label: [] for label, _ in variants}
+    for _ in range(repeats):
+        t_base = median_time(baseline, 1)
+        base.append(t_base)
+        for label, fn in variants:
+            diffs[label].append(median_time(fn, 1) - t_base)
+    rows = [("baseline (direct calls)", statistics.median(base) / n * 1e6)]
+    rows += [(label, statistics.median(d) / n * 1e6) for label, d in diffs.items()]
+    return rows
+
+
+def overhead(n: int, repeats: int) -> list[tuple[str, float]]:
+    queries = {f"q{i}": f"query {i}" for i in range(n)}
+    texts = list(queries.values())
+    stub = Instant()
+    rows = paired_overheads(
+        n,
+        repeats,
+        lambda: [stub.retrieve(t, 10) for t in texts],
+        [
+            (
+                f"run_retriever overhead, sync stub, concurrency {c}{' (default)' if c == 8 else ''}",
+                lambda r=r, c=c: run_retriever(r, queries, k=10, concurrency=c, progress=False),
+            )
+            for r, c in [(Instant(), 8), (Instant(), 1)]
+        ]
+        + [
+            (
+                "run_retriever overhead, async stub, concurrency 8",
+                lambda: run_retriever(InstantAsync(), queries, k=10, concurrency=8, progress=False),
+            )
+        ],
+    )
+    rows[0] = ("instant stub: " + rows[0][0], rows[0][1])
+
+    try:
+        from llama_index.core.base.base_retriever import BaseRetriever
+        from llama_index.core.evaluation import RetrieverEvaluator
+        from llama_index.core.schema import NodeWithScore, TextNode
+    except ImportError:
+        print("llama-index-core not installed: skipping the LlamaIndex comparison", file=sys.stderr)
+        return rows
+
+    nodes = [NodeWithScore(node=TextNode(id_=f"d{i}", text=f"text {i}"), score=1.0 - i / 10) for i in range(10)]
+
+    class LIStub(BaseRetriever):
+        def _retrieve(self, query_bundle: Any) -> list[NodeWithScore]:
+            return nodes
+
+    li = LIStub()
+    evaluator = RetrieverEvaluator.from_metric_names(["mrr", "hit_rate"], retriever=li)
+    li_rows = paired_overheads(
+        n,
+        repeats,
+        lambda: [li.retrieve(t) for t in texts],
+        [
+            (
+                "LlamaIndex stub: run_retriever overhead (adapter + runner)",
+                lambda: run_retriever(li, queries, k=10, progress=False),
+            ),
+            (
+                "LlamaIndex stub: RetrieverEvaluator.evaluate loop overhead",
+                lambda: [evaluator.evaluate(t, expected_ids=["d3"]) for t in texts],
+            ),
+        ],
+    )
+    li_rows[0] = ("LlamaIndex stub: " + li_rows[0][0], li_rows[0][1])
+    return rows + li_rows
+
+
+def throughput(n: int, delay: float, concurrency: int, repeats: int) -> list[tuple[str, float]]:
+    queries = {f"q{i}": f"query {i}" for i in range(n)}
+    rows: list[tuple[str, float]] = []
+    for label, native in [("run_retriever, sync retriever (threads)", False), ("run_retriever, async retriever", True)]:
+        r = Sleepy(delay, native)
+        t = median_time(lambda r=r: run_retriever(r, queries, k=10, concurrency=concurrency, progress=False), repeats)
+        rows.append((label, t))
+    try:
+        from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+        from langchain_core.documents import Document
+        from langchain_core.retrievers import BaseRetriever
+    except ImportError:
+        print("langchain-core not installed: skipping the LangChain comparison", file=sys.stderr)
+        return rows
+    docs = [Document(page_content=h.text or "", id=h.doc_id) for h in HITS]
+
+    class LCSync(BaseRetriever):
+        def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Any]:
+            time.sleep(delay)
+            return docs
+
+    class LCAsync(LCSync):
+        async def _aget_relevant_documents(
+            self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        ) -> list[Any]:
+            await asyncio.sleep(delay)
+            return docs
+
+    texts = list(queries.values())
+    for label, lc in [("LangChain abatch, sync retriever", LCSync()), ("LangChain abatch, async retriever", LCAsync())]:
+        t = median_time(lambda lc=lc: asyncio.run(lc.abatch(texts, config={"max_concurrency": concurrency})), repeats)
+        rows.append((label, t))
+        t = median_time(
+            lambda lc=lc: run_retriever(lc, queries, k=10, concurrency=concurrency, progress=False), repeats
+        )
+        rows.append((f"run_retriever on the same LangChain {label.split(', ')[1]}", t))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer queries and repeats (a smoke run)")
+    args = parser.parse_args()
+    n, repeats = (2000, 3) if args.quick else (5000, 9)
+    print(f"Python {sys.version.split()[0]}; overhead over {n} queries, median of {repeats} runs")
+    for label, us in overhead(n, repeats):
+        print(f"  {label:<62} {us:8.1f} µs/query")
+    delay, conc, nq = 0.05, 32, 1000
+    ideal = nq * delay / conc
+    reps = 1 if args.quick else 3
+    print(
+        f"throughput: {nq} queries x {delay * 1000:.0f} ms at concurrency {conc}; ideal {ideal:.4f} s; median of {reps}"
+    )
+    for label, t in throughput(nq, delay, conc, reps):
+        print(f"  {label:<62} {t:8.3f} s  ({t / ideal:.2f}x ideal)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,465 @@
+"""The :class:`Retriever` protocol, a static test double, and result normalisation.
+
+A retriever, for rankbridge, is anything with ``retrieve(query, k)`` (and ``aretrieve(query, k)``) that
+returns the top ``k`` hits for a query string as :class:`~rankbridge.Hit` objects in rank order. The
+adapters in :mod:`rankbridge.adapters` turn LlamaIndex and LangChain objects and plain functions into
+one; :class:`StaticRetriever` answers from a table, for tests (like ``httpx.MockTransport``).
+
+Doc-id resolution
+-----------------
+Frameworks return objects, qrels judge ids. Which attribute of a result is *the* id is a choice the user
+makes explicitly with an ``id_from`` spec -- one source or a list tried in order:
+
+``"id"`` / ``"node_id"``
+    The object's own id: ``node.node_id`` (LlamaIndex), ``Document.id`` (LangChain), ``Hit.doc_id``,
+    a string result itself, ``"doc_id"``/``"id"``/``"_id"`` of a dict.
+``"ref_doc_id"``
+    LlamaIndex's source-document id of a chunk (``None`` for hand-built nodes).
+``"metadata:KEY"``
+    ``metadata[KEY]`` of the result.
+``"content_hash"``
+    :func:`content_hash` of the text: the last resort. Every use is counted and reported per query.
+a callable
+    ``f(obj) -> str | None`` on the raw framework object.
+
+A source that yields nothing (``None`` or ``""``) passes to the next one; when none yields an id, the
+query fails with a message that says which sources were tried. ``doc_map`` then maps chunk ids to
+document ids (a mapping or a callable) for qrels that judge whole documents; the first chunk of a
+document keeps its rank and later chunks of the same document are dropped (and counted).
+
+Examples
+--------
+>>> r = StaticRetriever({"scurvy": ["d1", ("d2", 0.4)]})
+>>> [h.doc_id for h in r.retrieve("scurvy", k=10)]
+['d1', 'd2']
+>>> hits, notes = normalize_hits([{"id": "c1", "text": "a"}, {"id": "c2"}], k=5, doc_map={"c1": "D", "c2": "D"})
+>>> [h.doc_id for h in hits], notes
+(['D'], ['1 hit mapped to a document already ranked higher (first occurrence kept)'])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from rankbridge.errors import InputError, RetrievalError
+from rankbridge.types import Hit
+
+__all__ = [
+    "IdSpec",
+    "Retriever",
+    "StaticRetriever",
+    "content_hash",
+    "normalize_hits",
+    "resolve_id",
+]
+
+#: One id source (see the module docstring) or a sequence of them, tried in order.
+IdSpec = str | Callable[[Any], Any] | Sequence[str | Callable[[Any], Any]]
+
+_ID_SOURCES = ("id", "node_id", "ref_doc_id", "content_hash")
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """What the runner needs: the top ``k`` hits for a query, sync and async.
+
+    Implementations return :class:`~rankbridge.Hit` objects in rank order (best first). An optional
+    ``native_async`` attribute tells :func:`~rankbridge.run_retriever` which path is the efficient one
+    (``True``: asyncio; otherwise a thread pool), and an optional ``name`` names the run.
+    """
+
+    def retrieve(self, query: str, k: int) -> Sequence[Hit]:
+        """Return the top ``k`` hits for ``query``."""
+        ...
+
+    async def aretrieve(self, query: str, k: int) -> Sequence[Hit]:
+        """Async :meth:`retrieve`."""
+        ...
+
+
+def content_hash(text: str) -> str:
+    """The id rankbridge gives a result with no usable id: ``"sha256:"`` and 16 hex digits of its text.
+
+    Build qrels with the same function when your judged chunks have no stable id.
+
+    Examples
+    --------
+    >>> content_hash("hello")
+    'sha256:2cf24dba5fb0a30e'
+    """
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+# -- reading framework objects without importing frameworks (duck typing) ------------------------
+_WRAPPER: dict[type, bool] = {}  # type -> is it a LlamaIndex-style NodeWithScore (decided once per type)
+_TEXT_KIND: dict[type, str] = {}
+_ID_KIND: dict[type, str] = {}
+
+
+def _unwrap(item: Any) -> tuple[Any, float | None]:
+    """(object, score) of a result item: NodeWithScore, (Document, score) pairs, Hits, dicts..."""
+    cls = type(item)
+    if cls is tuple and len(item) == 2:
+        return item[0], item[1]
+    wrapper = _WRAPPER.get(cls)
+    if wrapper is None:
+        wrapper = _WRAPPER[cls] = not isinstance(item, (Hit, Mapping, str, tuple)) and (
+            hasattr(item, "score") and hasattr(getattr(item, "node", None), "node_id")
+        )
+    if wrapper:
+        return item.node, item.score
+    if isinstance(item, Hit):
+        return item, item.score
+    if isinstance(item, Mapping):
+        return item, item.get("score")
+    if isinstance(item, tuple) and len(item) == 2:
+        return item[0], item[1]
+    return item, None
+
+
+def _own_id(obj: Any) -> Any:
+    if isinstance(obj, str):
+        return obj
+    if isinstance(obj, Hit):
+        return obj.doc_id
+    if isinstance(obj, Mapping):
+        for key in ("doc_id", "id", "_id"):
+            if obj.get(key) not in (None, ""):
+                return obj[key]
+        return None
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        return str(obj)
+    cls = type(obj)
+    kind = _ID_KIND.get(cls)
+    if kind is None:
+        kind = _ID_KIND[cls] = "node_id" if hasattr(obj, "node_id") else "id"
+    return getattr(obj, kind, None)
+
+
+def _text(obj: Any) -> str | None:
+    if isinstance(obj, Hit):
+        return obj.text
+    if isinstance(obj, Mapping):
+        t = obj.get("text", obj.get("page_content"))
+        return t if isinstance(t, str) else None
+    cls = type(obj)
+    kind = _TEXT_KIND.get(cls)
+    if kind is None:
+        if isinstance(getattr(obj, "page_content", None), str):
+            kind = "page_content"
+        elif callable(getattr(obj, "get_content", None)):
+            kind = "get_content"
+        else:
+            kind = "text"
+        _TEXT_KIND[cls] = kind
+    if kind == "get_content":
+        try:
+            t = obj.get_content()
+        except Exception:  # a node whose content cannot be read simply has no text
+            return None
+    else:
+        t = getattr(obj, kind, None)
+    return t if isinstance(t, str) else None
+
+
+def _metadata(obj: Any) -> Mapping[str, Any] | None:
+    if isinstance(obj, Hit):
+        return obj.metadata
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else getattr(obj, "metadata", None)
+    return meta if isinstance(meta, Mapping) else None
+
+
+def _spec_name(source: str | Callable[[Any], Any]) -> str:
+    return source if isinstance(source, str) else getattr(source, "__name__", repr(source))
+
+
+def _normalize_spec(id_from: IdSpec | None) -> tuple[str | Callable[[Any], Any], ...]:
+    if id_from is None:
+        return ("id",)
+    specs: tuple[str | Callable[[Any], Any], ...]
+    specs = (id_from,) if isinstance(id_from, str) or callable(id_from) else tuple(id_from)
+    if not specs:
+        raise InputError("id_from: expected at least one id source, got an empty sequence")
+    for s in specs:
+        if callable(s):
+            continue
+        if not isinstance(s, str) or not (s in _ID_SOURCES or (s.startswith("metadata:") and len(s) > 9)):
+            raise InputError(
+                "id_from: expected 'id', 'node_id', 'ref_doc_id', 'metadata:KEY', 'content_hash' or a callable, "
+                f"got {s!r}"
+            )
+    return specs
+
+
+def resolve_id(obj: Any, id_from: IdSpec | None = None) -> tuple[str | None, str | None]:
+    """Find the doc id of one result object.
+
+    Parameters
+    ----------
+    obj:
+        A framework result (LlamaIndex node, LangChain ``Document``), a :class:`~rankbridge.Hit`, a
+        dict or a string.
+    id_from:
+        An id source or a list of them tried in order (see the module docstring). Default ``"id"``.
+
+    Returns
+    -------
+    (doc_id, source)
+        The id as a string and the name of the source that gave it; ``(None, None)`` if none did.
+
+    Examples
+    --------
+    >>> resolve_id({"id": None, "metadata": {"source": "a.pdf"}}, ["id", "metadata:source"])
+    ('a.pdf', 'metadata:source')
+    >>> resolve_id({"text": "hi"}, ["id", "content_hash"])
+    ('sha256:8f434346648f6b96', 'content_hash')
+    """
+    return _resolve(obj, _normalize_spec(id_from))
+
+
+def _resolve(obj: Any, specs: tuple[str | Callable[[Any], Any], ...]) -> tuple[str | None, str | None]:
+    for source in specs:
+        value: Any
+        if callable(source):
+            value = source(obj)
+        elif source in ("id", "node_id"):
+            value = _own_id(obj)
+        elif source == "ref_doc_id":
+            value = getattr(obj, "ref_doc_id", None)
+            if value is None and isinstance(obj, Mapping):
+                value = obj.get("ref_doc_id")
+        elif source == "content_hash":
+            text = _text(obj)
+            value = content_hash(text) if text is not None else None
+        else:  # metadata:KEY
+            meta = _metadata(obj)
+            value = meta.get(source[9:]) if meta is not None else None
+        if value is None or value == "":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise RetrievalError(
+                f"id source {_spec_name(source)!r} gave a {type(value).__name__} ({value!r}); expected a str id"
+            )
+        return str(value), _spec_name(source)
+    return None, None
+
+
+def normalize_hits(
+    items: Any,
+    *,
+    k: int,
+    id_from: IdSpec | None = None,
+    doc_map: Mapping[str, str] | Callable[[str], str | None] | None = None,
+    keep_text: bool = True,
+) -> tuple[list[Hit], list[str]]:
+    """Turn what a retriever returned into at most ``k`` :class:`~rankbridge.Hit` objects, with notes.
+
+    Parameters
+    ----------
+    items:
+        A list of results in rank order: ``Hit``, doc-id strings, ``(obj, score)`` pairs, dicts with an
+        id key, LlamaIndex ``NodeWithScore`` or LangChain ``Document`` objects.
+    k:
+        Keep the first ``k`` (a longer list is truncated and noted).
+    id_from:
+        Where the doc id comes from (see the module docstring).
+    doc_map:
+        Chunk id -> document id (mapping or callable); ids it does not know are kept as they are. Later
+        hits of a document already ranked are dropped (first occurrence wins) and noted.
+    keep_text:
+        Keep each hit's text (needed by RAGAS; drop it to save memory).
+
+    Returns
+    -------
+    (hits, notes)
+        The hits in rank order, and human-readable notes on anything that was changed or guessed
+        (truncation, content-hash ids, collapsed chunks). Repeated ids are left for
+        :meth:`~rankbridge.Run.add`, which keeps the first and counts them.
+
+    Raises
+    ------
+    RetrievalError
+        The result is not a list, or an item has no id under ``id_from`` or has the wrong type.
+    """
+    if items is None:
+        raise RetrievalError("the retriever returned None; expected a list of hits")
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise RetrievalError(f"the retriever returned a {type(items).__name__}; expected a list of hits")
+    seq = items if isinstance(items, (list, tuple)) else list(items)
+    notes: list[str] = []
+    if len(seq) > k:
+        notes.append(f"returned {len(seq)} hits for k={k}; kept the first {k}")
+        seq = seq[:k]
+    specs = _normalize_spec(id_from)
+    fast = specs == ("id",) and doc_map is None
+    if fast and keep_text and all(type(h) is Hit and type(h.doc_id) is str and h.doc_id for h in seq):
+        return list(seq), notes  # the common case: a retriever that already returns Hits
+    if fast and seq:
+        quick = _fast_framework(seq, keep_text)
+        if quick is not None:
+            return quick, notes
+    hits: list[Hit] = []
+    hashed = 0
+    collapsed = 0
+    mapped_seen: set[str] = set()
+    for rank, item in enumerate(seq, 1):
+        if fast and isinstance(item, Hit):
+            if not isinstance(item.doc_id, str) or not item.doc_id:
+                raise RetrievalError(f"hit at rank {rank} has no usable doc id ({item.doc_id!r})")
+            hits.append(item if keep_text or item.text is None else Hit(item.doc_id, item.score, None, item.metadata))
+            continue
+        obj, score = _unwrap(item)
+        if obj is None or isinstance(obj, (bool, float, bytes)):
+            raise RetrievalError(
+                f"result at rank {rank} is a {type(obj).__name__} ({obj!r}); expected a Hit, a doc id, "
+                "a (doc, score) pair or a framework document"
+            )
+        doc_id, source = _resolve(obj, specs)
+        if doc_id is None:
+            tried = ", ".join(repr(_spec_name(s)) for s in specs)
+            raise RetrievalError(
+                f"result at rank {rank} ({type(obj).__name__}) has no doc id from {tried}; pass id_from= "
+                "(e.g. 'metadata:doc_id', a callable, or add 'content_hash' as a last resort)"
+            )
+        if source == "content_hash":
+            hashed += 1
+        if doc_map is not None:
+            mapped = doc_map(doc_id) if callable(doc_map) else doc_map.get(doc_id)
+            if mapped is not None:
+                doc_id = str(mapped)
+                if doc_id in mapped_seen:
+                    collapsed += 1
+                    continue
+                mapped_seen.add(doc_id)
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+            try:
+                score = float(score)
+            except (TypeError, ValueError):
+                raise RetrievalError(f"result at rank {rank} has a non-numeric score {score!r}") from None
+        if score is not None and score != score:  # NaN: the framework has no score to give
+            score = None
+        hits.append(
+            Hit(
+                doc_id,
+                None if score is None else float(score),
+                _text(obj) if keep_text else None,
+                _metadata(obj),
+            )
+        )
+    if hashed:
+        notes.append(f"{hashed} hit{'s' if hashed > 1 else ''} had no id; used content_hash of the text")
+    if collapsed:
+        notes.append(
+            f"{collapsed} hit{'s' if collapsed > 1 else ''} mapped to a document already ranked higher "
+            "(first occurrence kept)"
+        )
+    return hits, notes
+
+
+def _fast_framework(seq: Sequence[Any], keep_text: bool) -> list[Hit] | None:
+    """Framework results whose types were seen before, with plain ids: read directly (None: anything odd)."""
+    out: list[Hit] = []
+    try:
+        for item in seq:
+            cls = type(item)
+            if cls is tuple:
+                obj, score = item
+            elif _WRAPPER.get(cls):
+                obj, score = item.node, item.score
+            else:
+                return None
+            ocls = type(obj)
+            id_kind = _ID_KIND.get(ocls)
+            text_kind = _TEXT_KIND.get(ocls)
+            if id_kind is None or text_kind is None:
+                return None
+            doc_id = getattr(obj, id_kind)
+            if type(doc_id) is not str or not doc_id or (score is not None and type(score) is not float):
+                return None
+            if score is not None and score != score:
+                score = None
+            text = None
+            if keep_text:
+                text = obj.get_content() if text_kind == "get_content" else getattr(obj, text_kind)
+                if type(text) is not str:
+                    text = None
+            meta = getattr(obj, "metadata", None)
+            out.append(Hit(doc_id, score, text, meta if type(meta) is dict else None))
+    except Exception:
+        return None
+    return out
+
+
+class StaticRetriever:
+    """A retriever that answers from a table: ``{query text: [results in rank order]}``.
+
+    The test double of the :class:`Retriever` protocol (like ``httpx.MockTransport``): no framework, no
+    network, deterministic.
+
+    Parameters
+    ----------
+    results:
+        Query text -> results (``Hit``, doc ids, ``(doc_id, score)`` pairs, dicts).
+    default:
+        What an unknown query returns (empty by default).
+    delay:
+        Seconds each call takes (``time.sleep`` / ``asyncio.sleep``), to stand in for a remote store.
+    native_async:
+        Whether the runner should drive it through ``aretrieve`` (asyncio) or ``retrieve`` (threads).
+    name:
+        The run name the runner uses.
+
+    Examples
+    --------
+    >>> r = StaticRetriever({"q": [("a", 2.0), ("b", 1.0), ("c", 0.5)]})
+    >>> [(h.doc_id, h.score) for h in r.retrieve("q", k=2)]
+    [('a', 2.0), ('b', 1.0)]
+    >>> import asyncio
+    >>> [h.doc_id for h in asyncio.run(r.aretrieve("unknown", k=2))]
+    []
+    """
+
+    def __init__(
+        self,
+        results: Mapping[str, Iterable[Any]],
+        *,
+        default: Iterable[Any] = (),
+        delay: float = 0.0,
+        native_async: bool = False,
+        name: str = "static",
+    ) -> None:
+        if delay < 0:
+            raise InputError(f"delay must be >= 0 seconds. Got {delay!r} instead.")
+        self._results: dict[str, list[Hit]] = {q: self._hits(v) for q, v in results.items()}
+        self._default = self._hits(default)
+        self.delay = delay
+        self.native_async = native_async
+        self.name = name
+        self.calls = 0
+
+    @staticmethod
+    def _hits(items: Iterable[Any]) -> list[Hit]:
+        return normalize_hits(list(items), k=1 << 62)[0]
+
+    @classmethod
+    def from_run(cls, run: Any, texts: Mapping[str, str], **kwargs: Any) -> StaticRetriever:
+        """Replay a :class:`~rankbridge.Run`: ``texts`` maps each query id of the run to its text."""
+        return cls({texts[qid]: run.hits(qid) for qid in run if qid in texts}, **kwargs)
+
+    def retrieve(self, query: str, k: int) -> list[Hit]:
+        """The first ``k`` results stored for ``query``."""
+        self.calls += 1
+        if self.delay:
+            time.sleep(self.delay)
+        return self._results.get(query, self._default)[:k]
+
+    async def aretrieve(self, query: str, k: int) -> list[Hit]:
+        """Async :meth:`retrieve` (sleeps with ``asyncio.sleep``)."""
+        self.calls += 1
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        return self._results.get(query, self._default)[:k]
