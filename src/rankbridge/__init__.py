@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; loaded lazil
     from rankbridge import integrations
     from rankbridge.adapters import adapt
     from rankbridge.compare import Comparison, compare, failures, slices
+    from rankbridge.judge import Judge, generate_queries, judge_runs
     from rankbridge.retriever import Retriever, StaticRetriever
     from rankbridge.runner import RunSummary, arun_retriever, run_retriever, summarize
     from rankbridge.store import RunStore
@@ -50,6 +51,9 @@ _LAZY = {
     "run_retriever": "rankbridge.runner",
     "summarize": "rankbridge.runner",
     "RunStore": "rankbridge.store",
+    "Judge": "rankbridge.judge",
+    "generate_queries": "rankbridge.judge",
+    "judge_runs": "rankbridge.judge",
 }
 _LAZY_MODULES = {"integrations"}
 
@@ -74,6 +78,7 @@ __all__ = [
     "GoldenSet",
     "Hit",
     "InputError",
+    "Judge",
     "Measure",
     "MetricError",
     "MissingExtraError",
@@ -93,7 +98,9 @@ __all__ = [
     "compare",
     "evaluate",
     "failures",
+    "generate_queries",
     "integrations",
+    "judge_runs",
     "load_qrels",
     "load_run",
     "parse_measure",

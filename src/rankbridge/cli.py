@@ -1,6 +1,7 @@
 """The ``rankbridge`` command.
 
-Exit codes: 0 success; 2 bad input or usage (the message says what and where); 130 interrupted.
+Exit codes: 0 success; 2 bad input or usage (the message says what and where); 3 incomplete (a judge or
+generation budget was reached, or some items failed); 130 interrupted.
 Errors are printed as one message, never as a traceback.
 """
 
@@ -22,7 +23,12 @@ from rankbridge.metrics.measures import MEASURES, parse_measures
 
 __all__ = ["main"]
 
-_FEATURE_CLIS = ["rankbridge.compare", "rankbridge.store", "rankbridge.integrations.ragas"]
+_FEATURE_CLIS = [
+    "rankbridge.compare",
+    "rankbridge.store",
+    "rankbridge.integrations.ragas",
+    "rankbridge.judge.cli",
+]
 
 DEFAULT_METRICS = ["ndcg@10", "mrr@10", "precision@5", "recall@100", "map", "hit_rate@10"]
 _COUNT_MEASURES = {"num_ret", "num_rel", "num_rel_ret"}  # trec_eval sums these over queries for "all"
@@ -162,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  rankbridge evaluate qrels.txt run.txt -m ndcg@10 --per-query --format trec\n"
         "  rankbridge metrics\n"
         "  rankbridge demo\n"
-        "exit codes: 0 ok, 2 bad input or usage, 130 interrupted",
+        "exit codes: 0 ok, 2 bad input or usage, 3 incomplete (budget reached), 130 interrupted",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 

@@ -1,0 +1,100 @@
+"""LLM relevance judge (0-3 grades) and query generation.
+
+Nothing here imports LangChain or LlamaIndex at import time; a framework object passed as ``llm`` is
+recognised by its classes.
+
+Examples
+--------
+>>> from rankbridge.judge import Judge
+>>> with Judge(lambda prompt: '{"reason": "on topic", "grade": 2}', model_id="scripted") as judge:
+...     judge.grade("what causes scurvy", "Scurvy is caused by a lack of vitamin C.")
+Grade(grade=2, reason='on topic')
+"""
+
+from rankbridge.judge.cli import add_cli
+from rankbridge.judge.generate import (
+    GenerateReport,
+    GenerationError,
+    GenerationResult,
+    agenerate_golden_set,
+    generate_golden_set,
+    generate_queries,
+    parse_query,
+)
+from rankbridge.judge.grading import (
+    GRADES,
+    Agreement,
+    Grade,
+    Judge,
+    JudgedQrels,
+    JudgeReport,
+    Judgment,
+    JudgmentCache,
+    Judgments,
+    RelevanceSummary,
+    UndefinedAgreementWarning,
+    agreement,
+    cohen_kappa,
+    confusion_matrix,
+    doc_hash,
+    judge_runs,
+    merge_qrels,
+    parse_grade,
+    pool,
+    relevance_summary,
+)
+from rankbridge.judge.llm import (
+    BudgetExhausted,
+    CallPolicy,
+    LLMClient,
+    LLMError,
+    LLMReply,
+    ReplyParseError,
+    Usage,
+    as_llm,
+)
+from rankbridge.judge.prompts import QUERY_STYLES, QUERY_V1, RELEVANCE_V1, REPAIR_V1, Prompt
+
+__all__ = [
+    "GRADES",
+    "QUERY_STYLES",
+    "QUERY_V1",
+    "RELEVANCE_V1",
+    "REPAIR_V1",
+    "Agreement",
+    "BudgetExhausted",
+    "CallPolicy",
+    "GenerateReport",
+    "GenerationError",
+    "GenerationResult",
+    "Grade",
+    "Judge",
+    "JudgeReport",
+    "JudgedQrels",
+    "Judgment",
+    "JudgmentCache",
+    "Judgments",
+    "LLMClient",
+    "LLMError",
+    "LLMReply",
+    "Prompt",
+    "RelevanceSummary",
+    "ReplyParseError",
+    "UndefinedAgreementWarning",
+    "Usage",
+    "add_cli",
+    "agenerate_golden_set",
+    "agreement",
+    "as_llm",
+    "cohen_kappa",
+    "confusion_matrix",
+    "doc_hash",
+    "generate_golden_set",
+    "generate_queries",
+    "judge_runs",
+    "merge_qrels",
+    "parse_grade",
+    "parse_query",
+    "pool",
+    "relevance_summary",
+]

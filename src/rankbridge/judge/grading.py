@@ -1,0 +1,1159 @@
+"""Grade (query, document) pairs 0-3 with an LLM, cache the grades, and turn them into qrels.
+
+The pieces, in the order they are used:
+
+* :func:`pool` -- the union of the top k of every strategy, so each pair is judged once;
+* :class:`Judge` -- grades pairs with the user's LLM under a :class:`~rankbridge.judge.llm.CallPolicy`
+  (concurrency, rate limit, retries, budget), parses ``{"reason", "grade"}`` replies (asking the model to
+  repair an unreadable one) and keeps every grade in a :class:`JudgmentCache` (SQLite) keyed by
+  (query text, SHA-256 of the document text, model id, prompt key) -- a second pass makes no call;
+* :class:`Judgments` -- the grades with a :class:`JudgeReport` (what was judged, from the cache, failed,
+  or left when the budget stopped the batch), as :class:`~rankbridge.Qrels` named after model and prompt;
+* :func:`merge_qrels` -- human labels and judged labels together (human wins), with each label's source;
+* :func:`agreement` -- Cohen's kappa (unweighted, linear, quadratic) and the confusion matrix on the
+  pairs both sides labelled; :func:`relevance_summary` -- the relevance distribution of a run's top k.
+
+Examples
+--------
+A scripted LLM stands in for a real one (any ``f(prompt) -> str`` works; so do LangChain chat models and
+LlamaIndex LLMs):
+
+>>> from rankbridge import Run
+>>> from rankbridge.judge import Judge
+>>> def scripted(prompt):
+...     data = prompt.split("-----BEGIN DATA")[-1]
+...     return '{"reason": "explains it", "grade": 3}' if "vitamin C" in data else '{"reason": "off topic", "grade": 0}'
+>>> docs = {"d1": "Scurvy is caused by a lack of vitamin C.", "d2": "Penguins live in the south."}
+>>> runs = {"bm25": Run.from_ranked({"q1": ["d1", "d2"]}), "dense": Run.from_ranked({"q1": ["d2", "d1"]})}
+>>> with Judge(scripted, model_id="scripted-1") as judge:
+...     judged = judge.judge_runs(runs, {"q1": "what causes scurvy"}, docs, k=10)
+>>> judged.qrels.to_dict()
+{'q1': {'d1': 3, 'd2': 0}}
+>>> judged.qrels.name
+'llm-judge:scripted-1:relevance/v1'
+>>> print(judged.report)  # doctest: +ELLIPSIS
+2 pairs: 2 judged (2 new, 0 from cache). 2 LLM calls (0 retries, 0 repairs), ... tokens (2 calls estimated ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import json
+import math
+import os
+import re
+import sqlite3
+import threading
+import time
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import numpy as np
+
+from rankbridge.errors import InputError
+from rankbridge.judge.llm import (
+    BudgetExhausted,
+    CallPolicy,
+    LLMClient,
+    LLMError,
+    ReplyParseError,
+    Session,
+    Usage,
+    as_llm,
+    run_sync,
+)
+from rankbridge.judge.prompts import RELEVANCE_V1, REPAIR_V1, Prompt
+from rankbridge.types import GoldenSet, Qrels, Query, Run
+
+__all__ = [
+    "GRADES",
+    "Agreement",
+    "Grade",
+    "Judge",
+    "JudgeReport",
+    "JudgedQrels",
+    "Judgment",
+    "JudgmentCache",
+    "Judgments",
+    "RelevanceSummary",
+    "UndefinedAgreementWarning",
+    "agreement",
+    "cohen_kappa",
+    "confusion_matrix",
+    "doc_hash",
+    "judge_runs",
+    "merge_qrels",
+    "parse_grade",
+    "pool",
+    "relevance_summary",
+]
+
+#: The judge's scale.
+GRADES: tuple[int, ...] = (0, 1, 2, 3)
+
+_GRADE_SHAPE = '{"reason": "<one short sentence>", "grade": <0, 1, 2 or 3>}'
+
+
+class UndefinedAgreementWarning(UserWarning):
+    """Kappa is undefined (both raters used one and the same label, or there are no pairs): it is NaN."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Grade:
+    """A 0-3 grade and the model's reason for it."""
+
+    grade: int
+    reason: str
+
+
+def _json_objects(text: str) -> Iterable[Any]:
+    """Every JSON value that starts at a ``{`` in ``text`` (code fences and chatter around it are fine)."""
+    decoder = json.JSONDecoder()
+    for m in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, m.start())
+        except json.JSONDecodeError:
+            continue
+        yield value
+
+
+def parse_grade(text: str) -> Grade:
+    """Read ``{"reason": ..., "grade": 0-3}`` from a reply.
+
+    The first JSON object with a ``grade`` (or ``score`` / ``relevance``) key wins; text around it and
+    code fences are ignored. The grade may be an int, an integral float or a digit string.
+
+    Raises
+    ------
+    ReplyParseError
+        No such object, or a grade outside 0-3 (the judge then asks the model to repair its reply).
+
+    Examples
+    --------
+    >>> parse_grade('Sure! ```json\\n{"reason": "on topic", "grade": "2"}\\n```')
+    Grade(grade=2, reason='on topic')
+    >>> parse_grade('{"grade": 5}')
+    Traceback (most recent call last):
+    ...
+    rankbridge.judge.llm.ReplyParseError: "grade" must be an integer from 0 to 3, found 5
+    """
+    found_object = False
+    for obj in _json_objects(text):
+        if not isinstance(obj, dict):
+            continue
+        found_object = True
+        key = next((k for k in ("grade", "score", "relevance", "label") if k in obj), None)
+        if key is None:
+            continue
+        value = obj[key]
+        grade: int | None = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            grade = value
+        elif isinstance(value, float) and value.is_integer():
+            grade = int(value)
+        elif isinstance(value, str) and value.strip().isdigit():
+            grade = int(value.strip())
+        if grade is None or grade not in GRADES:
+            raise ReplyParseError(f'"{key}" must be an integer from 0 to 3, found {value!r}')
+        reason = next((obj[k] for k in ("reason", "explanation", "rationale") if isinstance(obj.get(k), str)), "")
+        return Grade(grade, reason.strip())
+    if found_object:
+        raise ReplyParseError('the JSON object has no "grade" key')
+    raise ReplyParseError("no JSON object found in the reply")
+
+
+def _repair_builder(shape: str) -> Any:
+    def build(reply: str, problem: str) -> str:
+        return REPAIR_V1.render({"reply": reply, "problem": problem, "expected": shape})
+
+    return build
+
+
+# ---------------------------------------------------------------------------------------------------
+# Cache
+# ---------------------------------------------------------------------------------------------------
+def doc_hash(text: str) -> str:
+    """SHA-256 (hex) of a document's text: the cache keys documents by content, not by id.
+
+    Examples
+    --------
+    >>> doc_hash("abc")[:16]
+    'ba7816bf8f01cfea'
+    """
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS judgments (
+    query TEXT NOT NULL,
+    doc_hash TEXT NOT NULL,
+    model TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    grade INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    raw TEXT NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (query, doc_hash, model, prompt)
+)
+"""
+
+
+class JudgmentCache:
+    """Grades on disk (SQLite, standard library), keyed by (query text, document hash, model, prompt key).
+
+    Each grade is written in its own transaction as soon as it is known, so an interrupted batch keeps
+    what it paid for. Safe to share between threads; several processes may share one file (SQLite locks).
+    Close it (or use ``with``) when done.
+
+    Parameters
+    ----------
+    path:
+        The database file (created with its folder), or ``":memory:"``.
+
+    Examples
+    --------
+    >>> with JudgmentCache(":memory:") as cache:
+    ...     cache.put("q", doc_hash("d"), "m", "p", Grade(2, "ok"))
+    ...     cache.get("q", doc_hash("d"), "m", "p"), len(cache)
+    (Grade(grade=2, reason='ok'), 1)
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = ":memory:") -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        try:
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if tables and "judgments" not in tables:
+                raise InputError(f"{self.path}: an SQLite database, but not a rankbridge judge cache")
+            if "judgments" in tables and version != _SCHEMA_VERSION:
+                raise InputError(
+                    f"{self.path}: judge cache schema version {version}; this rankbridge reads {_SCHEMA_VERSION}"
+                )
+            with self._conn:
+                self._conn.execute(_SCHEMA)
+                self._conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise InputError(f"{self.path}: not a judge cache ({exc})") from None
+        except BaseException:
+            self.close()
+            raise
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise InputError(f"judge cache {self.path} is closed")
+        return self._conn
+
+    def get(self, query: str, doc_hash: str, model: str, prompt: str) -> Grade | None:
+        """The cached grade, or None."""
+        with self._lock:
+            row = (
+                self._connection()
+                .execute(
+                    "SELECT grade, reason FROM judgments WHERE query=? AND doc_hash=? AND model=? AND prompt=?",
+                    (query, doc_hash, model, prompt),
+                )
+                .fetchone()
+            )
+        return None if row is None else Grade(int(row[0]), str(row[1]))
+
+    def put(self, query: str, doc_hash: str, model: str, prompt: str, grade: Grade, *, raw: str = "") -> None:
+        """Store one grade (one transaction; replaces an existing one)."""
+        with self._lock:
+            conn = self._connection()
+            with conn:
+                conn.execute(
+                    "INSERT OR REPLACE INTO judgments VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (query, doc_hash, model, prompt, grade.grade, grade.reason, raw, time.time()),
+                )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._connection().execute("SELECT COUNT(*) FROM judgments").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the database connection (idempotent)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> JudgmentCache:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"JudgmentCache({self.path!r})"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Pooling and inputs
+# ---------------------------------------------------------------------------------------------------
+RunsLike = Run | Mapping[str, Run] | Sequence[Run]
+QueriesLike = Mapping[str, str] | Mapping[str, Query] | Sequence[Query] | GoldenSet
+DocumentsLike = Mapping[str, Any]
+
+
+def _run_list(runs: RunsLike) -> list[Run]:
+    if isinstance(runs, Run):
+        return [runs]
+    out: list[Any] = list(runs.values()) if isinstance(runs, Mapping) else list(runs)
+    for r in out:
+        if not isinstance(r, Run):
+            raise InputError(f"runs: expected Run objects, found {type(r).__name__}")
+    return out
+
+
+def pool(runs: RunsLike, k: int = 10) -> dict[str, list[str]]:
+    """The union of the top ``k`` of every run, per query: each pair appears once.
+
+    Docs are interleaved by rank across runs (rank 1 of every run, then rank 2, ...), so a budget that
+    stops the judge early has judged the top ranks of every strategy first.
+
+    Examples
+    --------
+    >>> a = Run.from_ranked({"q1": ["d1", "d2", "d3"]})
+    >>> b = Run.from_ranked({"q1": ["d4", "d1", "d5"], "q2": ["d9"]})
+    >>> pool([a, b], k=2)
+    {'q1': ['d1', 'd4', 'd2'], 'q2': ['d9']}
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError(f"k must be an int >= 1. Got {k!r} instead.")
+    run_list = _run_list(runs)
+    rankings: dict[str, list[list[str]]] = {}
+    for run in run_list:
+        for qid in run:
+            rankings.setdefault(qid, []).append(run.ranking(qid)[:k])
+    out: dict[str, list[str]] = {}
+    for qid, lists in rankings.items():
+        seen: dict[str, None] = {}
+        for i in range(k):
+            for ranking in lists:
+                if i < len(ranking):
+                    seen.setdefault(ranking[i], None)
+        out[qid] = list(seen)
+    return out
+
+
+def _query_texts(queries: QueriesLike) -> dict[str, str]:
+    if isinstance(queries, GoldenSet):
+        return queries.texts()
+    if isinstance(queries, Mapping):
+        out: dict[str, str] = {}
+        for qid, value in queries.items():
+            if isinstance(value, Query):
+                out[str(qid)] = value.text
+            elif isinstance(value, str):
+                out[str(qid)] = value
+            else:
+                raise InputError(f"queries[{qid!r}]: expected the query text (str) or a Query, found {value!r}")
+        return out
+    out = {}
+    for q in queries:
+        if not isinstance(q, Query):
+            raise InputError(f"queries: expected Query objects, found {type(q).__name__}")
+        out[q.id] = q.text
+    return out
+
+
+def _doc_text(value: Any) -> str | None:
+    """A corpus entry's text: a str, or ``title`` and ``text`` of a BEIR-style dict."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        title = str(value.get("title") or "").strip()
+        text = str(value.get("text") or "").strip()
+        if title and not text.startswith(title):
+            return f"{title}\n\n{text}" if text else title
+        return text or None
+    text_attr = getattr(value, "text", None)
+    return text_attr if isinstance(text_attr, str) else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------------
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Judgment:
+    """One judged pair: its grade, the reason, who judged it and whether the grade came from the cache."""
+
+    query_id: str
+    doc_id: str
+    grade: int
+    reason: str
+    model: str
+    prompt: str
+    cached: bool = False
+
+
+@dataclass
+class JudgeReport:
+    """What a judging batch did.
+
+    Attributes
+    ----------
+    pairs:
+        Pairs asked for (after pooling and after ``skip``).
+    judged:
+        Pairs that have a grade (new or from the cache).
+    from_cache, new:
+        How many of the judged pairs came from the cache, and how many needed a call. Pairs with the same
+        query text and document text share one call.
+    skipped:
+        Pairs left out because ``skip`` (e.g. human qrels) already labels them.
+    missing_text:
+        Pairs not judged because the query or document text is unknown, with what was missing.
+    failed:
+        Pairs whose calls failed for good, with the error.
+    not_judged:
+        Pairs left when the batch stopped (budget or error limit); judge again to continue -- cached
+        grades are not paid twice.
+    stopped:
+        Why the batch stopped early, or None when it ran to the end.
+    usage:
+        Calls and tokens spent.
+    """
+
+    pairs: int = 0
+    judged: int = 0
+    from_cache: int = 0
+    new: int = 0
+    skipped: int = 0
+    missing_text: dict[Pair, str] = field(default_factory=dict)
+    failed: dict[Pair, str] = field(default_factory=dict)
+    not_judged: list[Pair] = field(default_factory=list)
+    stopped: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def complete(self) -> bool:
+        """True when every pair asked for has a grade."""
+        return self.judged == self.pairs
+
+    def __str__(self) -> str:
+        parts = [f"{self.pairs} pairs: {self.judged} judged ({self.new} new, {self.from_cache} from cache)"]
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped (already labelled)")
+        if self.missing_text:
+            parts.append(f"{len(self.missing_text)} without text")
+        if self.failed:
+            (q, d), msg = next(iter(self.failed.items()))
+            parts.append(f"{len(self.failed)} failed (e.g. {q}/{d}: {msg})")
+        text = ", ".join(parts) + "."
+        if self.stopped:
+            text += (
+                f" STOPPED: {self.stopped}; {len(self.not_judged)} pairs not judged"
+                " (judge again to continue; cached grades are reused)."
+            )
+        return f"{text} {self.usage}."
+
+
+@dataclass
+class Judgments:
+    """The grades of one judging batch, with its report.
+
+    Attributes
+    ----------
+    labels:
+        ``{(query_id, doc_id): Judgment}``.
+    report:
+        See :class:`JudgeReport`.
+    model, prompt:
+        The model id and prompt id (``relevance/v1``) every label was made with.
+    prompt_key:
+        The prompt's cache key (``relevance/v1#<fingerprint of the text>``).
+    """
+
+    labels: dict[Pair, Judgment]
+    report: JudgeReport
+    model: str
+    prompt: str
+    prompt_key: str
+
+    @property
+    def name(self) -> str:
+        """``llm-judge:<model>:<prompt>``, the name of :attr:`qrels`."""
+        return f"llm-judge:{self.model}:{self.prompt}"
+
+    @property
+    def qrels(self) -> Qrels:
+        """The grades as :class:`~rankbridge.Qrels` named :attr:`name`."""
+        data: dict[str, dict[str, int]] = {}
+        for (qid, doc), j in self.labels.items():
+            data.setdefault(qid, {})[doc] = j.grade
+        return Qrels._trusted(data, name=self.name)
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """Who made these labels: ``{"source", "model", "prompt", "prompt_key", "pairs"}``."""
+        return {
+            "source": "llm-judge",
+            "model": self.model,
+            "prompt": self.prompt,
+            "prompt_key": self.prompt_key,
+            "pairs": len(self.labels),
+        }
+
+    def to_judged_qrels(self) -> JudgedQrels:
+        """These labels as :class:`JudgedQrels` (every source ``"llm"``)."""
+        return JudgedQrels(
+            self.qrels,
+            {pair: "llm" for pair in self.labels},
+            {"llm": self.provenance},
+            {pair: j.reason for pair, j in self.labels.items()},
+        )
+
+    def records(self) -> list[dict[str, Any]]:
+        """One dict per label (query_id, doc_id, grade, reason, model, prompt, cached), for JSON Lines."""
+        return [
+            {
+                "query_id": j.query_id,
+                "doc_id": j.doc_id,
+                "grade": j.grade,
+                "reason": j.reason,
+                "model": j.model,
+                "prompt": j.prompt,
+                "cached": j.cached,
+            }
+            for j in self.labels.values()
+        ]
+
+
+@dataclass
+class JudgedQrels:
+    """Qrels with the source of every label: ``"human"`` or ``"llm"``.
+
+    Attributes
+    ----------
+    qrels:
+        The labels (named after their sources).
+    sources:
+        ``{(query_id, doc_id): "human" | "llm"}``.
+    provenance:
+        ``{"human": {...}, "llm": {...}}``: the human qrels' name, the judge's model and prompt.
+    reasons:
+        The judge's reason for each LLM label.
+    """
+
+    qrels: Qrels
+    sources: dict[Pair, str]
+    provenance: dict[str, dict[str, Any]]
+    reasons: dict[Pair, str] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        """Labels per source."""
+        out: dict[str, int] = {}
+        for s in self.sources.values():
+            out[s] = out.get(s, 0) + 1
+        return out
+
+
+LabelMap = Mapping[int, int] | Any  # a mapping or a callable int -> int
+
+
+def _mapped(label: int, human_map: LabelMap | None) -> int:
+    if human_map is None:
+        return label
+    if isinstance(human_map, Mapping):
+        if label not in human_map:
+            raise InputError(f"human_map: no mapping for human label {label}; it maps {sorted(human_map)}")
+        return int(human_map[label])
+    return int(human_map(label))
+
+
+def _as_label_qrels(judged: Judgments | JudgedQrels | Qrels | Mapping[str, Mapping[str, int]]) -> Qrels:
+    if isinstance(judged, Judgments):
+        return judged.qrels
+    if isinstance(judged, JudgedQrels):
+        return judged.qrels
+    if isinstance(judged, Qrels):
+        return judged
+    return Qrels(judged)
+
+
+def merge_qrels(
+    human: Qrels | Mapping[str, Mapping[str, int]],
+    judged: Judgments | JudgedQrels | Qrels | Mapping[str, Mapping[str, int]],
+    *,
+    human_map: LabelMap | None = None,
+) -> JudgedQrels:
+    """Human labels plus judged labels; where both label a pair, the human label wins.
+
+    Parameters
+    ----------
+    human:
+        Human qrels.
+    judged:
+        The judge's labels.
+    human_map:
+        Maps human labels onto the judge's 0-3 scale first (a dict or a function), e.g. Cranfield's
+        1-4 scale with ``{4: 3, 3: 2, 2: 1, 1: 0}``.
+
+    Examples
+    --------
+    >>> from rankbridge import Qrels
+    >>> merged = merge_qrels(Qrels({"q1": {"d1": 1}}, name="human"), Qrels({"q1": {"d1": 3, "d2": 2}}, name="llm"))
+    >>> merged.qrels.to_dict(), merged.sources[("q1", "d1")], merged.counts()
+    ({'q1': {'d1': 1, 'd2': 2}}, 'human', {'human': 1, 'llm': 1})
+    """
+    human_q = human if isinstance(human, Qrels) else Qrels(human, name="human")
+    judged_q = _as_label_qrels(judged)
+    data: dict[str, dict[str, int]] = {}
+    sources: dict[Pair, str] = {}
+    reasons: dict[Pair, str] = {}
+    if isinstance(judged, Judgments):
+        reasons = {pair: j.reason for pair, j in judged.labels.items()}
+    elif isinstance(judged, JudgedQrels):
+        reasons = dict(judged.reasons)
+    for qid in judged_q:
+        for doc, label in judged_q[qid].items():
+            data.setdefault(qid, {})[doc] = label
+            sources[(qid, doc)] = "llm"
+    for qid in human_q:
+        for doc, label in human_q[qid].items():
+            data.setdefault(qid, {})[doc] = _mapped(label, human_map)
+            sources[(qid, doc)] = "human"
+            reasons.pop((qid, doc), None)
+    llm_prov: dict[str, Any]
+    if isinstance(judged, Judgments):
+        llm_prov = judged.provenance
+    elif isinstance(judged, JudgedQrels):
+        llm_prov = dict(judged.provenance.get("llm", {}))
+    else:
+        llm_prov = {"source": "llm-judge", "name": judged_q.name}
+    prov = {"human": {"name": human_q.name, "mapped": human_map is not None}, "llm": llm_prov}
+    name = f"{human_q.name}+{judged_q.name}"
+    return JudgedQrels(Qrels._trusted(data, name=name), sources, prov, reasons)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Agreement
+# ---------------------------------------------------------------------------------------------------
+def confusion_matrix(a: Sequence[int] | np.ndarray, b: Sequence[int] | np.ndarray, labels: Sequence[int]) -> np.ndarray:
+    """Counts ``C[i, j]`` of items that rater ``a`` gave ``labels[i]`` and rater ``b`` gave ``labels[j]``.
+
+    Examples
+    --------
+    >>> confusion_matrix([0, 1, 1, 2], [0, 1, 2, 2], labels=[0, 1, 2])
+    array([[1, 0, 0],
+           [0, 1, 1],
+           [0, 0, 1]])
+    """
+    x = np.asarray(a, dtype=np.int64)
+    y = np.asarray(b, dtype=np.int64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise InputError(f"a and b must be 1-d and of equal length. Got shapes {x.shape} and {y.shape} instead.")
+    lab = np.asarray(list(labels), dtype=np.int64)
+    if len(np.unique(lab)) != len(lab) or len(lab) == 0:
+        raise InputError(f"labels must be distinct and non-empty. Got {list(labels)} instead.")
+    index = {int(v): i for i, v in enumerate(lab)}
+    for name, arr in (("a", x), ("b", y)):
+        bad = sorted({int(v) for v in np.unique(arr)} - set(index))
+        if bad:
+            raise InputError(f"{name} has labels {bad} outside labels={lab.tolist()}")
+    k = len(lab)
+    ix = np.array([index[int(v)] for v in x], dtype=np.int64)
+    iy = np.array([index[int(v)] for v in y], dtype=np.int64)
+    return np.bincount(ix * k + iy, minlength=k * k).reshape(k, k)
+
+
+def _kappa_from_confusion(conf: np.ndarray, weights: Literal["linear", "quadratic"] | None) -> float:
+    k = conf.shape[0]
+    n = conf.sum()
+    if n == 0:
+        return math.nan
+    if weights is None:
+        w = 1.0 - np.eye(k)
+    else:
+        d = np.abs(np.subtract.outer(np.arange(k), np.arange(k))).astype(np.float64)
+        w = d if weights == "linear" else d**2
+    expected = np.outer(conf.sum(axis=1), conf.sum(axis=0)) / n
+    denom = float((w * expected).sum())
+    if denom == 0.0:
+        return math.nan
+    return 1.0 - float((w * conf).sum()) / denom
+
+
+def cohen_kappa(
+    a: Sequence[int] | np.ndarray,
+    b: Sequence[int] | np.ndarray,
+    *,
+    labels: Sequence[int] = GRADES,
+    weights: Literal["linear", "quadratic"] | None = None,
+) -> float:
+    """Cohen's kappa between two raters, unweighted or weighted.
+
+    ``kappa = 1 - sum(W * O) / sum(W * E)`` with ``O`` the confusion matrix, ``E`` the counts expected from
+    the two raters' marginals, and disagreement weights ``W``: ``1 - I`` (unweighted), ``|i - j|``
+    (linear) or ``(i - j)**2`` (quadratic), ``i, j`` being positions in ``labels`` (same as
+    ``sklearn.metrics.cohen_kappa_score``).
+
+    Undefined (NaN, with :class:`UndefinedAgreementWarning`) when there are no items or chance agreement
+    is perfect (both raters always gave one same label).
+
+    Examples
+    --------
+    Wikipedia's worked example: 20 yes/yes, 5 yes/no, 10 no/yes, 15 no/no gives p_o = 0.7, p_e = 0.5:
+
+    >>> a = [1] * 25 + [0] * 25
+    >>> b = [1] * 20 + [0] * 5 + [1] * 10 + [0] * 15
+    >>> round(cohen_kappa(a, b, labels=[0, 1]), 6)
+    0.4
+    """
+    if weights not in (None, "linear", "quadratic"):
+        raise InputError(f"weights must be None, 'linear' or 'quadratic'. Got {weights!r} instead.")
+    value = _kappa_from_confusion(confusion_matrix(a, b, labels), weights)
+    if math.isnan(value):
+        warnings.warn("kappa is undefined here (no items, or one label only); returning NaN",
+                      UndefinedAgreementWarning, stacklevel=2)  # fmt: skip
+    return value
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Agreement between human labels and judged labels on the pairs both labelled.
+
+    Attributes
+    ----------
+    labels:
+        The scale (rows and columns of :attr:`confusion`).
+    confusion:
+        ``(len(labels), len(labels))`` counts: rows human, columns judge.
+    n:
+        Pairs compared.
+    observed:
+        Share of exact agreement.
+    kappa, kappa_linear, kappa_quadratic:
+        Cohen's kappa unweighted, linearly and quadratically weighted.
+    pairs:
+        The compared pairs, in the order of the counts.
+    """
+
+    labels: tuple[int, ...]
+    confusion: np.ndarray
+    n: int
+    observed: float
+    kappa: float
+    kappa_linear: float
+    kappa_quadratic: float
+    pairs: tuple[Pair, ...] = ()
+
+    def __str__(self) -> str:
+        width = max(6, *(len(str(v)) + 1 for v in self.confusion.ravel().tolist())) if self.n else 6
+        head = "human\\judge".ljust(12) + "".join(str(lab).rjust(width) for lab in self.labels)
+        rows = [
+            str(lab).ljust(12) + "".join(str(int(c)).rjust(width) for c in self.confusion[i])
+            for i, lab in enumerate(self.labels)
+        ]
+        summary = (
+            f"{self.n} pairs labelled by both; exact agreement {self.observed:.3f}; Cohen's kappa "
+            f"{self.kappa:.3f} (linear {self.kappa_linear:.3f}, quadratic {self.kappa_quadratic:.3f})"
+        )
+        return "\n".join([summary, head, *rows])
+
+
+def agreement(
+    human: Qrels | Mapping[str, Mapping[str, int]],
+    judged: Judgments | JudgedQrels | Qrels | Mapping[str, Mapping[str, int]],
+    *,
+    labels: Sequence[int] = GRADES,
+    human_map: LabelMap | None = None,
+) -> Agreement:
+    """Cohen's kappa (unweighted, linear, quadratic) and the confusion matrix of human vs judged labels.
+
+    Only pairs labelled by both are compared. Human labels are mapped with ``human_map`` first (see
+    :func:`merge_qrels`); every label must then be in ``labels``.
+
+    Examples
+    --------
+    >>> ag = agreement({"q1": {"a": 3, "b": 0, "c": 2}}, {"q1": {"a": 3, "b": 1, "c": 2, "d": 0}})
+    >>> ag.n, round(ag.observed, 3), ag.confusion[0].tolist()
+    (3, 0.667, [0, 1, 0, 0])
+    """
+    human_q = human if isinstance(human, Qrels) else Qrels(human)
+    judged_q = _as_label_qrels(judged)
+    pairs: list[Pair] = []
+    a: list[int] = []
+    b: list[int] = []
+    for qid in human_q:
+        if qid not in judged_q:
+            continue
+        theirs = judged_q[qid]
+        for doc, label in human_q[qid].items():
+            if doc in theirs:
+                pairs.append((qid, doc))
+                a.append(_mapped(label, human_map))
+                b.append(theirs[doc])
+    labs = tuple(int(v) for v in labels)
+    conf = confusion_matrix(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64), labs)
+    n = int(conf.sum())
+    return Agreement(
+        labels=labs,
+        confusion=conf,
+        n=n,
+        observed=float(np.trace(conf)) / n if n else math.nan,
+        kappa=_kappa_from_confusion(conf, None),
+        kappa_linear=_kappa_from_confusion(conf, "linear"),
+        kappa_quadratic=_kappa_from_confusion(conf, "quadratic"),
+        pairs=tuple(pairs),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Relevance summary (the Databricks-style headline besides dcg@10 / precision@k(rel=2) / mrr@k(rel=2))
+# ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RelevanceSummary:
+    """The graded labels of a run's top ``k``.
+
+    Attributes
+    ----------
+    k:
+        The cut-off.
+    distribution:
+        Label -> number of retrieved top-k hits with that label (unlabelled hits under ``None``).
+    mean_relevance:
+        Mean label over labelled top-k hits (NaN when there are none).
+    failed_queries:
+        Queries whose top-1 hit is labelled 0 (or that returned nothing).
+    queries:
+        Number of queries of the run that the qrels know.
+    """
+
+    k: int
+    distribution: dict[int | None, int]
+    mean_relevance: float
+    failed_queries: tuple[str, ...]
+    queries: int
+
+
+def relevance_summary(qrels: Qrels | Mapping[str, Mapping[str, int]], run: Run, *, k: int = 10) -> RelevanceSummary:
+    """The relevance distribution, mean relevance and failed queries of ``run``'s top ``k``.
+
+    Only queries that the qrels know count; an unlabelled top-k hit counts under ``None``. A query
+    fails when its first hit has label 0 (or it has no hit at all).
+
+    Examples
+    --------
+    >>> qrels = {"q1": {"a": 3, "b": 0}, "q2": {"c": 0}}
+    >>> s = relevance_summary(qrels, Run.from_ranked({"q1": ["a", "b", "x"], "q2": ["c"]}))
+    >>> s.distribution, s.mean_relevance, s.failed_queries
+    ({0: 2, 3: 1, None: 1}, 1.0, ('q2',))
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError(f"k must be an int >= 1. Got {k!r} instead.")
+    q = qrels if isinstance(qrels, Qrels) else Qrels(qrels)
+    counts: dict[int | None, int] = {}
+    labelled: list[int] = []
+    failed: list[str] = []
+    n = 0
+    for qid in q:
+        ranking = run.ranking(qid)[:k] if qid in run else []
+        n += 1
+        labels = q[qid]
+        if not ranking or labels.get(ranking[0]) == 0:
+            failed.append(qid)
+        for doc in ranking:
+            label = labels.get(doc)
+            counts[label] = counts.get(label, 0) + 1
+            if label is not None:
+                labelled.append(label)
+    dist: dict[int | None, int] = {lab: counts[lab] for lab in sorted(v for v in counts if v is not None)}
+    if None in counts:
+        dist[None] = counts[None]
+    mean = float(np.mean(labelled)) if labelled else math.nan
+    return RelevanceSummary(k, dist, mean, tuple(failed), n)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The judge
+# ---------------------------------------------------------------------------------------------------
+class Judge:
+    """Grades (query, document) pairs 0-3 with an LLM, caching every grade.
+
+    Parameters
+    ----------
+    llm:
+        A LangChain chat model, a LlamaIndex LLM, or a callable ``f(prompt) -> str`` (sync or async).
+    model_id:
+        Names the model in the cache key and in the labels' provenance (see
+        :func:`~rankbridge.judge.llm.as_llm` for the default).
+    prompt:
+        The grading prompt (default :data:`~rankbridge.judge.prompts.RELEVANCE_V1`).
+    cache:
+        A path to the SQLite cache file, a :class:`JudgmentCache`, or None for an in-memory cache that
+        lives as long as the judge. A cache passed in is not closed by the judge.
+    policy:
+        A :class:`~rankbridge.judge.llm.CallPolicy`; or give its fields as keywords
+        (``concurrency=8, max_calls=500, ...``).
+
+    Notes
+    -----
+    The budget (``max_calls`` / ``max_tokens``) applies to each :meth:`judge_pairs` / :meth:`judge_runs`
+    call. When it is reached, no new call starts, calls in flight finish, and the result's report says
+    ``stopped`` and lists the pairs not judged; judging again continues where it stopped because
+    finished grades are in the cache.
+    """
+
+    def __init__(
+        self,
+        llm: Any,
+        *,
+        model_id: str | None = None,
+        prompt: Prompt = RELEVANCE_V1,
+        cache: str | os.PathLike[str] | JudgmentCache | None = None,
+        policy: CallPolicy | None = None,
+        **policy_fields: Any,
+    ) -> None:
+        self.llm: LLMClient = as_llm(llm, model_id=model_id)
+        self.prompt = prompt
+        if policy is not None and policy_fields:
+            raise InputError("give either policy= or its fields as keywords, not both")
+        try:
+            self.policy = policy or CallPolicy(**policy_fields)
+        except TypeError as exc:
+            raise InputError(f"Judge: {exc}") from None
+        self._owns_cache = not isinstance(cache, JudgmentCache)
+        self.cache = cache if isinstance(cache, JudgmentCache) else JudgmentCache(cache or ":memory:")
+
+    @property
+    def model_id(self) -> str:
+        """The model id recorded with every grade."""
+        return self.llm.model_id
+
+    def close(self) -> None:
+        """Close the cache if the judge opened it."""
+        if self._owns_cache:
+            self.cache.close()
+
+    def __enter__(self) -> Judge:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Judge(model_id={self.model_id!r}, prompt={self.prompt.id!r}, cache={self.cache.path!r})"
+
+    def _render(self, query: str, document: str) -> str:
+        return self.prompt.render({"query": query, "document": document})
+
+    # -- single pair ------------------------------------------------------------------------------
+    def grade(self, query: str, document: str) -> Grade:
+        """Grade one pair (cached). Raises :class:`~rankbridge.judge.llm.LLMError` when it cannot.
+
+        Examples
+        --------
+        >>> with Judge(lambda p: '{"reason": "fits", "grade": 2}', model_id="m") as judge:
+        ...     judge.grade("scurvy cause", "Scurvy is a lack of vitamin C.")
+        Grade(grade=2, reason='fits')
+        """
+        result = self.judge_pairs([("q", "d")], {"q": query}, {"d": document})
+        if ("q", "d") in result.labels:
+            j = result.labels[("q", "d")]
+            return Grade(j.grade, j.reason)
+        why = result.report.failed.get(("q", "d")) or result.report.stopped or "not judged"
+        raise LLMError(f"could not grade the pair: {why}")
+
+    # -- batches ----------------------------------------------------------------------------------
+    def judge_runs(
+        self,
+        runs: RunsLike,
+        queries: QueriesLike,
+        documents: DocumentsLike | None = None,
+        *,
+        k: int = 10,
+        skip: Qrels | Mapping[str, Mapping[str, int]] | None = None,
+    ) -> Judgments:
+        """Judge the pooled top ``k`` of every run (each pair once). See :meth:`judge_pairs`."""
+        return run_sync(lambda: self.ajudge_runs(runs, queries, documents, k=k, skip=skip))
+
+    async def ajudge_runs(
+        self,
+        runs: RunsLike,
+        queries: QueriesLike,
+        documents: DocumentsLike | None = None,
+        *,
+        k: int = 10,
+        skip: Qrels | Mapping[str, Mapping[str, int]] | None = None,
+    ) -> Judgments:
+        """Async :meth:`judge_runs`."""
+        pooled = pool(runs, k)
+        hit_texts: dict[str, str] = {}
+        for run in _run_list(runs):
+            for qid in run:
+                for hit in run.hits(qid)[:k]:
+                    if hit.text is not None:
+                        hit_texts.setdefault(hit.doc_id, hit.text)
+        pairs = [(qid, doc) for qid, docs in pooled.items() for doc in docs]
+        return await self.ajudge_pairs(pairs, queries, documents, skip=skip, _fallback_texts=hit_texts)
+
+    def judge_pairs(
+        self,
+        pairs: Iterable[Pair],
+        queries: QueriesLike,
+        documents: DocumentsLike | None = None,
+        *,
+        skip: Qrels | Mapping[str, Mapping[str, int]] | None = None,
+    ) -> Judgments:
+        """Grade ``(query_id, doc_id)`` pairs; cached grades are reused, others cost one call each.
+
+        Parameters
+        ----------
+        pairs:
+            The pairs, in the order to judge them (a budget stop judges the first ones).
+        queries:
+            Query texts: ``{qid: text}``, ``{qid: Query}``, a list of :class:`~rankbridge.Query` or a
+            :class:`~rankbridge.GoldenSet`.
+        documents:
+            ``{doc_id: text}`` or a BEIR-style corpus ``{doc_id: {"title", "text"}}``; for
+            :meth:`judge_runs` the hits' own text is used when a doc is not here.
+        skip:
+            Pairs labelled here are not judged (pass human qrels to judge only the unlabelled pairs).
+
+        Returns
+        -------
+        Judgments
+            The grades and a report; the grades as qrels are ``result.qrels``.
+        """
+        return run_sync(lambda: self.ajudge_pairs(pairs, queries, documents, skip=skip))
+
+    async def ajudge_pairs(
+        self,
+        pairs: Iterable[Pair],
+        queries: QueriesLike,
+        documents: DocumentsLike | None = None,
+        *,
+        skip: Qrels | Mapping[str, Mapping[str, int]] | None = None,
+        _fallback_texts: Mapping[str, str] | None = None,
+    ) -> Judgments:
+        """Async :meth:`judge_pairs`."""
+        qtexts = _query_texts(queries)
+        model, pkey = self.model_id, self.prompt.key
+        report = JudgeReport()
+        labels: dict[Pair, Judgment] = {}
+        groups: dict[tuple[str, str], list[Pair]] = {}
+        payloads: dict[tuple[str, str], tuple[str, str]] = {}
+        seen: set[Pair] = set()
+        order: list[Pair] = []
+        for raw_pair in pairs:
+            try:
+                qid, doc = (str(raw_pair[0]), str(raw_pair[1]))
+            except (TypeError, IndexError):
+                raise InputError(f"pairs: expected (query_id, doc_id) tuples, found {raw_pair!r}") from None
+            pair = (qid, doc)
+            if pair in seen:
+                continue
+            seen.add(pair)
+            order.append(pair)
+            if skip is not None and qid in skip and doc in skip[qid]:
+                report.skipped += 1
+                continue
+            report.pairs += 1
+            query = qtexts.get(qid)
+            text = _doc_text(documents.get(doc)) if documents is not None else None
+            if text is None and _fallback_texts is not None:
+                text = _fallback_texts.get(doc)
+            if query is None or text is None:
+                report.missing_text[pair] = "no query text" if query is None else "no document text"
+                continue
+            h = doc_hash(text)
+            cached = self.cache.get(query, h, model, pkey)
+            if cached is not None:
+                labels[pair] = Judgment(qid, doc, cached.grade, cached.reason, model, self.prompt.id, cached=True)
+                report.from_cache += 1
+                continue
+            key = (query, h)
+            if key not in groups:
+                groups[key] = []
+                payloads[key] = (query, text)
+            groups[key].append(pair)
+
+        session = Session(self.llm, self.policy)
+        repair = _repair_builder(_GRADE_SHAPE)
+        keys = iter(list(groups))
+
+        async def worker() -> None:
+            for key in keys:
+                query, text = payloads[key]
+                async with session.slot():
+                    try:
+                        grade, raw = await session.ask(
+                            functools.partial(self._render, query, text),
+                            parse_grade,
+                            repair,
+                        )
+                    except BudgetExhausted:
+                        report.not_judged.extend(groups[key])
+                        continue
+                    except LLMError as exc:
+                        for pair in groups[key]:
+                            report.failed[pair] = str(exc)
+                        session.note_failure()
+                        continue
+                self.cache.put(query, key[1], model, pkey, grade, raw=raw)
+                for pair in groups[key]:
+                    labels[pair] = Judgment(pair[0], pair[1], grade.grade, grade.reason, model, self.prompt.id)
+                    report.new += 1
+
+        try:
+            await asyncio.gather(*(worker() for _ in range(min(self.policy.concurrency, max(1, len(groups))))))
+        finally:
+            session.close()
+        report.judged = len(labels)
+        report.stopped = session.stopped
+        report.usage = session.usage
+        ordered = {pair: labels[pair] for pair in order if pair in labels}  # the caller's pair order
+        return Judgments(ordered, report, model, self.prompt.id, pkey)
+
+
+def judge_runs(
+    runs: RunsLike,
+    queries: QueriesLike,
+    documents: DocumentsLike | None,
+    llm: Any,
+    *,
+    k: int = 10,
+    cache: str | os.PathLike[str] | JudgmentCache | None = None,
+    model_id: str | None = None,
+    prompt: Prompt = RELEVANCE_V1,
+    skip: Qrels | Mapping[str, Mapping[str, int]] | None = None,
+    **policy_fields: Any,
+) -> Judgments:
+    """Judge the pooled top ``k`` of ``runs`` in one call (a :class:`Judge` opened and closed for you).
+
+    Examples
+    --------
+    >>> from rankbridge import Run
+    >>> res = judge_runs(Run.from_ranked({"q1": ["d1"]}), {"q1": "tea"}, {"d1": "Tea is a drink."},
+    ...                  lambda p: '{"grade": 1, "reason": "mentions tea"}', model_id="m")
+    >>> res.qrels.to_dict(), res.report.complete
+    ({'q1': {'d1': 1}}, True)
+    """
+    with Judge(llm, model_id=model_id, prompt=prompt, cache=cache, **policy_fields) as judge:
+        return judge.judge_runs(runs, queries, documents, k=k, skip=skip)
