@@ -74,13 +74,6 @@ def test_bad_file_exit_2_with_line(tmp_path: Path, capsys: pytest.CaptureFixture
     assert f"{tmp_path / 'r.txt'}:2: expected 6 columns" in capsys.readouterr().err
 
 
-def test_demo_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo"]) == 0
-    out = capsys.readouterr().out
-    for name in ("bm25", "dense", "hybrid", "ndcg@10", "precision@5(rel=2)"):
-        assert name in out
-
-
 def test_console_script_module_entry(files: tuple[str, str]) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "rankbridge", "evaluate", *files, "-m", "P@1", "--format", "trec"],

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 import sys
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -407,26 +408,47 @@ def _cli(argv: list[str]) -> int:
     return int(args.func(args))
 
 
-def test_cli_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
-    demo = resources.files("rankbridge") / "data" / "demo"
-    with resources.as_file(demo) as folder:
-        files = [str(folder / "qrels.txt"), *(str(folder / f"run.{n}.txt") for n in ("bm25", "dense", "hybrid"))]
-        assert _cli(["compare", *files, "-m", "ndcg@10,mrr@10", "--baseline", "dense", "--n-resamples", "500"]) == 0
-        out = capsys.readouterr().out
-        assert "ndcg@10" in out and "hybrid" in out and "dense (base)" in out
-        assert _cli(["compare", *files, "-m", "ndcg@10", "--test", "wilcoxon", "--format", "json"]) == 0
-        data = json.loads(capsys.readouterr().out)
-        assert data["baseline"] == "bm25" and data["test"] == "wilcoxon"
-        assert set(data["paired"]["ndcg@10"]) == {"dense", "hybrid"}
-        with pytest.raises(InputError, match="baseline"):
-            _cli(["compare", *files, "--baseline", "nope"])
+@pytest.fixture
+def trec_folder(tmp_path: Path) -> Path:
+    """12 queries with graded qrels and three TREC runs of different quality (seeded)."""
+    rng = random.Random(7)
+    docs = [f"chunk-{i:03d}" for i in range(60)]
+    qrels = {f"q{q:02d}": dict(zip(rng.sample(docs, 6), [3, 2, 1, 1, 0, 0], strict=True)) for q in range(1, 13)}
+    with open(tmp_path / "qrels.txt", "w") as fh:
+        for qid, judged in qrels.items():
+            fh.writelines(f"{qid} 0 {d} {label}\n" for d, label in judged.items())
+    for name, quality in (("bm25", 0.45), ("dense", 0.6), ("hybrid", 0.75)):
+        with open(tmp_path / f"run.{name}.txt", "w") as fh:
+            for qid, judged in qrels.items():
+                scored = {d: rng.random() for d in rng.sample(docs, 20)}
+                for d, label in judged.items():
+                    if label > 0 and rng.random() < quality:
+                        scored[d] = 0.55 + 0.2 * label * rng.random()
+                ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
+                fh.writelines(f"{qid} Q0 {d} {r} {sc:.6f} {name}\n" for r, (d, sc) in enumerate(ranked, 1))
+    return tmp_path
 
 
-def test_cli_without_rich(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_table_and_json(capsys: pytest.CaptureFixture[str], trec_folder: Path) -> None:
+    folder = trec_folder
+    files = [str(folder / "qrels.txt"), *(str(folder / f"run.{n}.txt") for n in ("bm25", "dense", "hybrid"))]
+    assert _cli(["compare", *files, "-m", "ndcg@10,mrr@10", "--baseline", "dense", "--n-resamples", "500"]) == 0
+    out = capsys.readouterr().out
+    assert "ndcg@10" in out and "hybrid" in out and "dense (base)" in out
+    assert _cli(["compare", *files, "-m", "ndcg@10", "--test", "wilcoxon", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["baseline"] == "bm25" and data["test"] == "wilcoxon"
+    assert set(data["paired"]["ndcg@10"]) == {"dense", "hybrid"}
+    with pytest.raises(InputError, match="baseline"):
+        _cli(["compare", *files, "--baseline", "nope"])
+
+
+def test_cli_without_rich(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, trec_folder: Path
+) -> None:
     monkeypatch.setitem(sys.modules, "rich.console", None)
-    demo = resources.files("rankbridge") / "data" / "demo"
-    with resources.as_file(demo) as folder:
-        files = [str(folder / "qrels.txt"), str(folder / "run.bm25.txt"), str(folder / "run.dense.txt")]
-        assert _cli(["compare", *files, "-m", "mrr@10", "--n-resamples", "200"]) == 0
+    folder = trec_folder
+    files = [str(folder / "qrels.txt"), str(folder / "run.bm25.txt"), str(folder / "run.dense.txt")]
+    assert _cli(["compare", *files, "-m", "mrr@10", "--n-resamples", "200"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("2 runs on 12 queries; baseline 'bm25'")

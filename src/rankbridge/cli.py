@@ -13,7 +13,7 @@ import json
 import math
 import sys
 from collections.abc import Sequence
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from rankbridge.errors import RankbridgeError
@@ -28,6 +28,9 @@ _FEATURE_CLIS = [
     "rankbridge.store",
     "rankbridge.integrations.ragas",
     "rankbridge.judge.cli",
+    "rankbridge.run_cli",
+    "rankbridge.gate",
+    "rankbridge.reports",
 ]
 
 DEFAULT_METRICS = ["ndcg@10", "mrr@10", "precision@5", "recall@100", "map", "hit_rate@10"]
@@ -147,14 +150,31 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    """Evaluate the shipped demo runs against the shipped demo qrels."""
-    demo = resources.files("rankbridge") / "data" / "demo"
-    with resources.as_file(demo) as folder:
-        qrels = load_qrels(folder / "qrels.txt")
-        runs = [load_run(folder / f"run.{name}.txt") for name in ("bm25", "dense", "hybrid")]
-        metrics = ["ndcg@10", "mrr@10", "precision@5(rel=2)", "recall@10", "map", "hit_rate@5", "dcg@10"]
-        evs = [evaluate(qrels, run, metrics) for run in runs]
-    _print_table(evs, False, title="rankbridge demo: three strategies on the shipped golden set")
+    """The main job: several strategies from both frameworks on one golden set, end to end, offline."""
+    from rankbridge.demo import run_demo
+
+    result = run_demo(
+        beir=args.beir, split=args.split, out=args.out, k=args.k, max_queries=args.max_queries, progress=True
+    )
+    try:
+        from rankbridge.reports import build_report
+
+        report = build_report(
+            result.comparison,
+            failures=result.failures,
+            slices=result.slices,
+            runs=result.runs,
+            golden=result.golden,
+            title=f"rankbridge demo: {result.golden.name}",
+        )
+        print(report.to_terminal() if hasattr(report, "to_terminal") else result.comparison)
+    except ImportError:
+        print(result.comparison)
+    for note in result.notes:
+        print(f"note: {note}")
+    if result.report_path is not None:
+        print(f"HTML report: {result.report_path}")
+    print(f"runs: {Path(args.out) / 'runs'}    history: {result.store_path} (rankbridge history --store ...)")
     return 0
 
 
@@ -214,7 +234,19 @@ def build_parser() -> argparse.ArgumentParser:
     me = sub.add_parser("metrics", help="list the metrics and their trec_eval names")
     me.set_defaults(func=_cmd_metrics)
 
-    de = sub.add_parser("demo", help="run the offline demo on the shipped golden set")
+    de = sub.add_parser(
+        "demo",
+        help="run the offline demo: four strategies, both frameworks, statistics, RAGAS ids, HTML report",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  rankbridge demo\n"
+        "  rankbridge demo --beir ../shared/data/scifact --out scifact-demo",
+    )
+    de.add_argument("--beir", help="a BEIR folder to use instead of the shipped golden set")
+    de.add_argument("--split", default="test", help="qrels split of the BEIR folder (default: test)")
+    de.add_argument("--out", default="rankbridge-demo", help="output folder (default: rankbridge-demo)")
+    de.add_argument("-k", type=int, default=10, help="hits per query (default: 10)")
+    de.add_argument("--max-queries", type=int, help="use only the first N queries")
     de.set_defaults(func=_cmd_demo)
 
     # Commands that live beside their feature; each module imports only the standard library and numpy

@@ -673,7 +673,8 @@ class RunStore:
             raise InputError(f"{self.path}: no record with id {record_id}")
         name, policy, duplicates, query_ids, missing, failed, unjudged, no_relevant = row
         try:
-            measures = tuple(parse_measure(metric) for metric, _ in metric_rows)
+            # "ragas.faithfulness" and other namespaced columns were joined in; they stay values only
+            measures = tuple(parse_measure(metric) for metric, _ in metric_rows if "." not in metric.split("@")[0])
         except InputError as exc:
             raise InputError(
                 f"{self.path}: record {record_id} has a metric this rankbridge does not know: {exc}"

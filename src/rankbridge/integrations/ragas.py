@@ -67,6 +67,7 @@ import argparse
 import asyncio
 import concurrent.futures
 import contextlib
+import gc
 import importlib
 import inspect
 import json
@@ -284,6 +285,14 @@ def _import_ragas() -> Any:
         raise MissingExtraError(missing.split(".")[0], "ragas", "The RAGAS bridge") from exc
     if os.environ.get("RAGAS_DO_NOT_TRACK", "").lower() == "true" and not _analytics.do_not_track():
         _analytics.do_not_track.cache_clear()  # ragas was imported (and asked) before the variable was set
+    # ragas 0.4.3 reads its uuid.json without closing it (a ResourceWarning in the host app) the first time
+    # any event object is built; the result is cached, so read it once here with that warning silenced.
+    get_userid = getattr(_analytics, "get_userid", None)
+    if get_userid is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            get_userid()
+            gc.collect()  # the leaked file object is finalised here, inside the silenced block
     return ragas
 
 

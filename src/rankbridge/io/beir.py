@@ -63,8 +63,18 @@ def read_beir_queries(path: str | os.PathLike[str]) -> dict[str, Query]:
         if qid in out:
             raise ParseError(f"query id {qid!r} appears twice", source=src, line=lineno)
         meta = obj.get("metadata") or {}
-        category = meta.get("category") if isinstance(meta, dict) else None
-        out[qid] = Query(qid, str(obj["text"]), category=category, metadata=meta if isinstance(meta, dict) else {})
+        if not isinstance(meta, dict):
+            meta = {}
+        # optional extras beside BEIR's fields: a category and a reference answer, top level or in metadata
+        category = obj.get("category", meta.get("category"))
+        reference = obj.get("reference", meta.get("reference", meta.get("answer")))
+        out[qid] = Query(
+            qid,
+            str(obj["text"]),
+            category=None if category is None else str(category),
+            reference=None if reference is None else str(reference),
+            metadata=meta,
+        )
     return out
 
 
