@@ -238,9 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         help="run the offline demo: four strategies, both frameworks, statistics, RAGAS ids, HTML report",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples:\n"
-        "  rankbridge demo\n"
-        "  rankbridge demo --beir ../shared/data/scifact --out scifact-demo",
+        epilog="examples:\n  rankbridge demo\n  rankbridge demo --beir ../shared/data/scifact --out scifact-demo",
     )
     de.add_argument("--beir", help="a BEIR folder to use instead of the shipped golden set")
     de.add_argument("--split", default="test", help="qrels split of the BEIR folder (default: test)")
