@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -56,6 +56,9 @@ from rankbridge.metrics.stats import (
     wilcoxon_test,
 )
 from rankbridge.types import GoldenSet, Hit, Qrels, Query, Run
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rankbridge.reports import Report
 
 __all__ = [
     "Comparison",
@@ -331,6 +334,19 @@ class Comparison:
             lines.append("warnings:")
             lines.extend(f"  - {w}" for w in notes)
         return "\n".join(lines)
+
+    def report(self, **kwargs: Any) -> Report:
+        """A :class:`~rankbridge.reports.Report` of this comparison (``.save("report.html")``, ``.print()``).
+
+        Keyword arguments go to :func:`rankbridge.reports.build_report` (``runs=``, ``golden=`` ...).
+        """
+        from rankbridge.reports import build_report
+
+        return build_report(self, **kwargs)
+
+    def _repr_html_(self) -> str | None:
+        """Notebook display: the report as an HTML fragment."""
+        return self.report()._repr_html_()
 
     def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
         """A JSON-ready dict; ``per_query=True`` adds every run's per-query values."""

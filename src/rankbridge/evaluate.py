@@ -105,6 +105,14 @@ class Evaluation:
             return self.values[metric]
         return self.values[str(parse_measure(metric))]
 
+    def _repr_html_(self) -> str | None:
+        """Notebook display: a one-run report (means with intervals, readings) as an HTML fragment."""
+        from rankbridge.compare import compare
+        from rankbridge.reports import build_report
+
+        cmp = compare({self.run_name: self}, None, self.metric_names[: len(self.measures)], n_resamples=2000)
+        return build_report(cmp)._repr_html_()
+
     def summary(self) -> str:
         """One paragraph on which queries the means are over."""
         parts = [f"{self.num_queries} queries evaluated"]

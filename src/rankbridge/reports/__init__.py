@@ -1,0 +1,233 @@
+"""Reports: one pure-data model (:class:`Report`), rendered to the terminal, Markdown, HTML and JSON.
+
+>>> from rankbridge.compare import compare                                     # doctest: +SKIP
+>>> report = build_report(compare(runs, qrels, ["ndcg@10", "mrr@10"]), runs=runs)  # doctest: +SKIP
+>>> report.save("report.html")     # one self-contained file with plots           # doctest: +SKIP
+>>> report.print()                 # rich tables in the terminal                  # doctest: +SKIP
+
+Only :mod:`.model` is imported here (numpy and the standard library); rich, Jinja2 and matplotlib are
+imported when a format needs them (the ``report`` extra: ``pip install 'rankbridge[report]'``).
+
+The ``rankbridge report`` command (:func:`add_cli`) builds a report from files.
+
+Examples
+--------
+>>> from rankbridge.compare import compare
+>>> qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
+>>> cmp = compare({"bm25": {"q1": ["d1"], "q2": ["x", "d2"]}}, qrels, ["mrr@10"])
+>>> build_report(cmp, generated_at="2024-01-01").headlines[0].reading
+'the first relevant chunk typically sits around rank 1.3'
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings as _warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rankbridge.reports.model import (
+    CategoryRow,
+    CategoryTable,
+    CutoffTable,
+    FailureList,
+    Headline,
+    QueryItem,
+    RagasSection,
+    RelevanceProfile,
+    RelevanceSection,
+    Report,
+    RunFailureSummary,
+    RunQueries,
+    StrategyRow,
+    TrendPoint,
+    TrendSeries,
+    build_report,
+    plain_reading,
+)
+
+__all__ = [
+    "CategoryRow",
+    "CategoryTable",
+    "CutoffTable",
+    "FailureList",
+    "Headline",
+    "QueryItem",
+    "RagasSection",
+    "RelevanceProfile",
+    "RelevanceSection",
+    "Report",
+    "RunFailureSummary",
+    "RunQueries",
+    "StrategyRow",
+    "TrendPoint",
+    "TrendSeries",
+    "add_cli",
+    "build_report",
+    "plain_reading",
+]
+
+DEFAULT_REPORT_METRICS = ["ndcg@10", "mrr@10", "recall@10", "hit_rate@5"]
+_SUFFIX_FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".json": "json"}
+
+
+def _split_metrics(values: Sequence[str] | None) -> list[str]:
+    if not values:
+        return list(DEFAULT_REPORT_METRICS)
+    return [part for v in values for part in (p.strip() for p in v.split(",")) if part]
+
+
+def _unique_names(names: Sequence[str], paths: Sequence[str]) -> list[str]:
+    """Run tags as names; the file stem when a tag is empty or repeated."""
+    out: list[str] = []
+    for i, name in enumerate(names):
+        if not name or names.count(name) > 1:
+            name = Path(paths[i]).stem
+        if name in out:
+            name = f"{name}-{i + 1}"
+        out.append(name)
+    return out
+
+
+def _trend_from_store(path: str, metrics: Sequence[str], names: Sequence[str]) -> tuple[dict[Any, Any], list[str]]:
+    from rankbridge.store import RunStore
+
+    trend: dict[Any, Any] = {}
+    notes: list[str] = []
+    with RunStore(path, create=False) as store, _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        for metric in metrics:
+            for name in names:
+                points = store.trend(metric, name)
+                if points:
+                    trend[(metric, name)] = points
+    notes.extend(dict.fromkeys(str(w.message) for w in caught))
+    return trend, notes
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from rankbridge.compare import compare
+    from rankbridge.errors import InputError
+    from rankbridge.io import load_qrels, load_run
+    from rankbridge.metrics.measures import parse_measures
+    from rankbridge.types import GoldenSet
+
+    fmt = args.format
+    if fmt is None:
+        fmt = _SUFFIX_FORMATS.get(Path(args.output).suffix.lower(), "terminal") if args.output else "terminal"
+    metrics = [str(m) for m in parse_measures(_split_metrics(args.metric))]
+    qrels = load_qrels(args.qrels)
+    golden = GoldenSet.from_beir(args.golden, split=args.split) if args.golden else None
+    loaded = [load_run(p) for p in args.run]
+    runs = dict(zip(_unique_names([r.name for r in loaded], args.run), loaded, strict=True))
+    if golden is not None:
+        golden = GoldenSet(golden.queries, qrels, corpus=golden.corpus, name=golden.name)
+    cmp = compare(
+        runs,
+        qrels,
+        metrics,
+        baseline=args.baseline,
+        test=args.test,
+        alpha=args.alpha,
+        level=args.level,
+        seed=args.seed,
+        n_resamples=args.n_resamples,
+        golden=golden,
+    )
+    trend: dict[Any, Any] = {}
+    extra: list[str] = []
+    if args.history:
+        if not Path(args.history).exists():
+            raise InputError(f"--history: no history file at {args.history}")
+        trend, extra = _trend_from_store(args.history, metrics, list(runs))
+    report = build_report(
+        cmp,
+        runs=runs,
+        qrels=qrels,
+        golden=golden,
+        trend=trend or None,
+        title=args.title,
+        k=args.k,
+        by=args.by,
+        extra_warnings=extra,
+    )
+    if fmt == "terminal":
+        if args.output:
+            report.save(args.output, format="text")
+        else:
+            report.print()
+        return 0
+    if args.output:
+        report.save(args.output, format=fmt)
+        print(f"rankbridge: wrote {fmt} report to {args.output}", file=sys.stderr)
+        return 0
+    text = {"md": report.to_markdown, "json": report.to_json, "html": report.to_html}[fmt]()
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def add_cli(subparsers: Any) -> None:
+    """Register the ``report`` subcommand on an ``argparse`` subparsers object.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="rankbridge")
+    >>> add_cli(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["report", "qrels.txt", "a.txt", "b.txt", "-m", "ndcg@10", "-o", "r.html"])
+    >>> args.run, args.metric, args.output, args.format
+    (['a.txt', 'b.txt'], ['ndcg@10'], 'r.html', None)
+    """
+    p = subparsers.add_parser(
+        "report",
+        help="write a report (terminal, Markdown, self-contained HTML with plots, JSON) comparing runs",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="The format comes from --format, else from the -o suffix (.html, .md, .json), else terminal.\n"
+        "HTML needs the report extra: pip install 'rankbridge[report]'.\n"
+        "examples:\n"
+        "  rankbridge report qrels.txt bm25.txt dense.txt -m ndcg@10 -m mrr@10\n"
+        "  rankbridge report qrels.txt bm25.txt dense.txt hybrid.txt --baseline bm25 -o report.html\n"
+        "  rankbridge report qrels.txt run.txt --golden my_beir_set/ --format md -o report.md\n"
+        "  rankbridge report qrels.txt run.txt --history rankbridge-history.sqlite --format json",
+    )
+    p.add_argument("qrels", help="relevance judgments file (TREC, BEIR .tsv or .jsonl)")
+    p.add_argument("run", nargs="+", help="run files (TREC or .jsonl); named by their run tag, else file name")
+    p.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        help=f"metric, repeatable or comma-separated (default: {','.join(DEFAULT_REPORT_METRICS)})",
+    )
+    p.add_argument("--baseline", help="name of the baseline run (default: the first)")
+    p.add_argument(
+        "--golden",
+        metavar="BEIR_DIR",
+        help="BEIR folder (queries.jsonl, corpus.jsonl, qrels/) for question texts, categories and chunk texts",
+    )
+    p.add_argument("--split", default="test", help="qrels split of the BEIR folder (default: test)")
+    p.add_argument(
+        "--format",
+        choices=["terminal", "md", "html", "json"],
+        default=None,
+        help="output format (default: from the -o suffix, else terminal)",
+    )
+    p.add_argument("-o", "--output", metavar="PATH", help="write to this file (atomically) instead of stdout")
+    p.add_argument("--title", help="report title")
+    p.add_argument("--by", default="category", help="metadata field for the per-category table (default: category)")
+    p.add_argument(
+        "-k", type=int, default=10, help="a hit is a relevant chunk in the top k (failure lists; default 10)"
+    )
+    p.add_argument("--history", metavar="STORE", help="run history file (rankbridge history) for trends over runs")
+    p.add_argument(
+        "--test",
+        choices=["permutation", "t", "wilcoxon"],
+        default="permutation",
+        help="paired test (default: permutation)",
+    )
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default: 0.95)")
+    p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap/permutation resamples (default: 10000)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    p.set_defaults(func=_cmd_report)

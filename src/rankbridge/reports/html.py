@@ -1,0 +1,363 @@
+# ruff: noqa: E501  (the HTML template and its CSS keep long lines readable as markup)
+"""The report as one self-contained HTML file: tables, plain-language readings and inline SVG plots.
+
+The file needs no network to open: styles are inline, plots are inline SVG (see :mod:`.plots`), there is
+no script, no external stylesheet, font or image. Jinja2 renders it with autoescaping on, so every string
+that came from data (questions, chunk texts, run and category names) is escaped and shows as text.
+
+Examples
+--------
+>>> from rankbridge.compare import compare
+>>> from rankbridge.reports import build_report
+>>> cmp = compare({"<b>bm25</b>": {"q1": ["d1"]}}, {"q1": {"d1": 1}}, ["P@1"])
+>>> page = render(build_report(cmp, generated_at="2024-01-01"), plots=False)
+>>> page.startswith("<!DOCTYPE html>"), "&lt;b&gt;bm25&lt;/b&gt;" in page, "<b>bm25</b>" in page
+(True, True, False)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rankbridge.errors import MissingExtraError
+from rankbridge.reports.model import RELEVANCE_CLASSES, fmt_ci, fmt_diff, fmt_p, fmt_pct, fmt_value
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rankbridge.reports.model import Report
+
+__all__ = ["render"]
+
+CSS = """
+.rb-report{--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--soft:#f6f8fa;--accent:#0072B2;--good:#1a7f37;
+ --bad:#cf222e;--warn:#9a6700;font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;
+ color:var(--fg);line-height:1.45;font-size:14px;max-width:1180px;margin:0 auto;padding:24px 28px 48px}
+.rb-report h1{font-size:26px;margin:0 0 4px}
+.rb-report h2{font-size:19px;margin:36px 0 8px;padding-bottom:6px;border-bottom:1px solid var(--line)}
+.rb-report h3{font-size:15px;margin:20px 0 6px}
+.rb-report .meta{color:var(--muted);margin:0 0 8px}
+.rb-report nav{font-size:13px;margin:10px 0 0;color:var(--muted)}
+.rb-report nav a{color:var(--accent);text-decoration:none;margin-right:12px}
+.rb-report .lead{color:var(--muted);margin:4px 0 12px;max-width:900px}
+.rb-report .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(250px,1fr));gap:12px;margin-top:12px}
+.rb-report .card{border:1px solid var(--line);border-radius:8px;padding:12px 14px;background:#fff}
+.rb-report .card .metric{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--muted)}
+.rb-report .card .value{font-size:30px;font-weight:650;margin:2px 0 0}
+.rb-report .card .ci{color:var(--muted);font-size:12.5px}
+.rb-report .card .reading{margin:8px 0 6px}
+.rb-report .card .versus{font-size:12.5px;color:var(--muted);margin:0}
+.rb-report .card .versus.sig{color:var(--good)}
+.rb-report .card .versus.sig.neg{color:var(--bad)}
+.rb-report .warnings{border-left:4px solid #d4a72c;background:#fff8c5;padding:8px 14px 8px 30px;margin:16px 0;
+ border-radius:0 6px 6px 0}
+.rb-report .warnings li{margin:3px 0}
+.rb-report table{border-collapse:collapse;margin:10px 0 6px;font-size:13px;font-variant-numeric:tabular-nums}
+.rb-report th,.rb-report td{padding:5px 10px;border-bottom:1px solid var(--line);text-align:right;vertical-align:top}
+.rb-report th{background:var(--soft);font-weight:600;white-space:nowrap}
+.rb-report th.l,.rb-report td.l{text-align:left}
+.rb-report tr.first td{border-top:2px solid var(--line)}
+.rb-report td.ci{white-space:nowrap;color:var(--muted);font-size:12.5px}
+.rb-report .legend{color:var(--muted);font-size:12.5px;margin:4px 0}
+.rb-report .legend b{color:var(--fg)}
+.rb-report td.run{white-space:nowrap;text-align:left}
+.rb-report td.sig{font-weight:650;color:var(--good)}
+.rb-report td.sig.neg{color:var(--bad)}
+.rb-report td.muted,.rb-report .muted{color:var(--muted)}
+.rb-report td.text{text-align:left;max-width:360px;overflow-wrap:anywhere}
+.rb-report td.ids{text-align:left;max-width:220px;overflow-wrap:anywhere;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
+.rb-report .scroll{overflow-x:auto}
+.rb-report figure{margin:12px 0;padding:0}
+.rb-report svg.plot{width:100%;height:auto;max-width:1100px;display:block}
+.rb-report details{margin:8px 0;border:1px solid var(--line);border-radius:6px;padding:6px 12px}
+.rb-report details>summary{cursor:pointer;font-weight:600}
+.rb-report .note{background:var(--soft);border-radius:6px;padding:10px 14px;margin:10px 0}
+.rb-report .notes li{margin:4px 0;color:var(--muted)}
+.rb-report footer{margin-top:40px;color:var(--muted);font-size:12px}
+"""
+
+TEMPLATE = r"""
+{%- macro query_table(items, with_value, metric) -%}
+<div class="scroll"><table>
+<tr><th class="l">question</th>{% if with_value %}<th>{{ metric }}</th>{% endif %}<th>first relevant</th>
+<th class="l">expected</th><th class="l">retrieved <span class="muted">(relevant in bold)</span></th><th class="l">top chunk</th></tr>
+{%- for it in items %}
+<tr><td class="text"><b>{{ it.query_id }}</b>{% if it.query %}: {{ it.query }}{% endif %}</td>
+{%- if with_value %}<td>{{ it.value|v }}</td>{% endif %}
+<td>{{ it.first_relevant_rank if it.first_relevant_rank is not none else "-" }}</td>
+<td class="ids">{{ it.expected[:5]|join(", ") or "-" }}</td>
+<td class="ids">{% for d in it.retrieved %}{% if d in it.expected %}<b>{{ d }}</b>{% else %}{{ d }}{% endif %}{{ ", " if not loop.last }}{% else %}-{% endfor %}</td>
+<td class="text">{% if it.error %}<span class="muted">error: {{ it.error }}</span>{% elif it.top_text %}{{ it.top_text }}{% else %}<span class="muted">-</span>{% endif %}</td></tr>
+{%- endfor %}
+</table></div>
+{%- endmacro -%}
+<div class="rb-report">
+<style>{{ css }}</style>
+<header>
+<h1>{{ r.title }}</h1>
+<p class="meta">{{ r.num_queries }} questions · {{ r.runs|length }} strateg{{ "y" if r.runs|length == 1 else "ies" }}:
+{{ r.runs|join(", ") }} · baseline <b>{{ r.baseline }}</b>{% if r.qrels_name %} · judgments {{ r.qrels_name }}{% endif %}
+· {{ "%.0f"|format(100 * r.settings.level) }}% intervals · {{ r.settings.test }} test,
+{{ "Holm-adjusted" if r.settings.correction == "holm" else "unadjusted" }} p (alpha {{ r.settings.alpha }})</p>
+<nav><a href="#rb-headlines">Headlines</a><a href="#rb-strategies">Strategies</a>
+{%- if r.cutoffs %}<a href="#rb-cutoffs">Rank cut-offs</a>{% endif %}
+{%- if r.categories %}<a href="#rb-categories">Categories</a>{% endif %}
+{%- if r.relevance %}<a href="#rb-relevance">Relevance</a>{% endif %}
+{%- if r.ragas %}<a href="#rb-ragas">RAGAS</a>{% endif %}
+{%- if r.trend %}<a href="#rb-trend">Trend</a>{% endif %}
+{%- if r.queries %}<a href="#rb-queries">Questions</a>{% endif %}
+{%- if r.failures %}<a href="#rb-failures">Failures</a>{% endif %}<a href="#rb-notes">How to read</a></nav>
+</header>
+
+<section id="rb-headlines">
+<h2>Headlines</h2>
+<div class="cards">
+{%- for h in r.headlines %}
+<div class="card"><div class="metric">{{ h.metric }} · best: {{ h.run }}</div>
+<div class="value">{{ h.value.estimate|v }}</div>
+<div class="ci">{{ "%.0f"|format(100 * r.settings.level) }}% CI {{ h.value|ci }}</div>
+<p class="reading">{{ h.reading|capfirst }}.</p>
+{%- if h.versus %}<p class="versus{{ ' sig' if h.significant }}">{{ h.versus }}</p>{% endif %}
+</div>
+{%- endfor %}
+</div>
+{%- if r.warnings %}
+<ul class="warnings">{% for w in r.warnings %}<li>{{ w }}</li>{% endfor %}</ul>
+{%- endif %}
+</section>
+
+<section id="rb-strategies">
+<h2>Strategies</h2>
+<p class="lead">Mean of each metric per strategy with its {{ "%.0f"|format(100 * r.settings.level) }}% interval, and the
+paired difference to the baseline <b>{{ r.baseline }}</b> over the same questions.</p>
+{% if plots.metrics %}<figure>{{ plots.metrics }}</figure>{% endif %}
+<div class="scroll"><table>
+<tr><th class="l">metric</th><th class="l">run</th><th>mean</th><th>CI</th><th>vs {{ r.baseline }}</th><th>CI</th>
+<th>p</th><th>p adj</th><th>d</th><th>W/T/L</th></tr>
+{%- for row in r.strategies %}{% set first = loop.first or row.metric != r.strategies[loop.index0 - 1].metric %}
+<tr{% if first %} class="first"{% endif %}>
+<td class="l">{% if first %}<b>{{ row.metric }}</b>{% endif %}</td><td class="run">{{ row.run }}{% if row.baseline %} <span class="muted">(baseline)</span>{% endif %}</td>
+<td title="{{ row.reading }}">{{ row.mean.estimate|v }}</td><td class="ci">{{ row.mean|ci }}</td>
+{%- if row.difference is none %}<td></td><td></td><td></td><td></td><td></td><td></td>
+{%- else %}
+<td class="{{ 'sig' if row.significant }}{{ ' neg' if row.significant and row.difference.estimate < 0 }}">{{ row.difference.estimate|diff }}{{ " *" if row.significant }}</td>
+<td class="ci">{{ row.difference|ci(True) }}</td><td>{{ row.pvalue|p }}</td><td{% if row.warning %} title="{{ row.warning }}"{% endif %}>{{ row.pvalue_adjusted|p }}{{ "†" if row.warning }}</td>
+<td>{{ row.effect_size|v(2) }}</td><td>{{ row.wins }}/{{ row.ties }}/{{ row.losses }}</td>
+{%- endif %}</tr>
+{%- endfor %}
+</table></div>
+<p class="muted">* significant at alpha {{ r.settings.alpha }} after correction · † not significant, and too few questions to
+detect a difference of this size (low power; hover for details) · d = Cohen's d<sub>z</sub> ·
+W/T/L = questions won/tied/lost against the baseline</p>
+</section>
+
+{%- if r.cutoffs %}
+{% set c = r.cutoffs %}
+<section id="rb-cutoffs">
+<h2>By rank cut-off</h2>
+<p class="lead">How each measure grows (or falls) as more of the list is read: the top k is what a RAG
+prompt with k chunks would see.{% if c.ks[-1] < 20 %} The deepest list has {{ c.depth }} results; deeper cut-offs
+are left out.{% endif %}</p>
+{% if plots.cutoffs %}<figure>{{ plots.cutoffs }}</figure>{% endif %}
+<details{% if not plots.cutoffs %} open{% endif %}><summary>Values</summary>
+<div class="scroll"><table>
+<tr><th class="l">measure</th><th class="l">run</th>{% for k in c.ks %}<th>@{{ k }}</th>{% endfor %}</tr>
+{%- for m in c.measures %}{% for run, vals in c.values[m].items() %}
+<tr{% if loop.first %} class="first"{% endif %}><td class="l">{{ m }}</td><td class="run">{{ run }}</td>{% for x in vals %}<td>{{ x|v }}</td>{% endfor %}</tr>
+{%- endfor %}{% endfor %}
+</table></div>
+</details>
+</section>
+{%- endif %}
+
+{%- if r.categories %}
+{% set cat = r.categories %}
+<section id="rb-categories">
+<h2>By {{ cat.by }}</h2>
+<p class="lead">The same metrics within each {{ cat.by }} (n = questions in it), with intervals. Small groups have
+wide intervals.</p>
+{% if plots.categories %}<figure>{{ plots.categories }}</figure>{% endif %}
+<details{% if not plots.categories %} open{% endif %}><summary>Values with intervals</summary>
+<div class="scroll"><table>
+<tr><th class="l">{{ cat.by }}</th><th>n</th><th class="l">run</th>{% for m in cat.metrics %}<th>{{ m }}</th><th class="l">CI</th>{% endfor %}</tr>
+{%- for row in cat.rows %}{% set outer = loop %}{% for run in cat.runs %}
+<tr{% if loop.first %} class="first"{% endif %}>{% if loop.first %}<td class="l" rowspan="{{ cat.runs|length }}"><b>{{ row.name }}</b>{% if row.warning %}<br><span class="muted" title="{{ row.warning }}">small group</span>{% endif %}</td><td rowspan="{{ cat.runs|length }}">{{ row.n }}</td>{% endif %}
+<td class="run">{{ run }}</td>
+{%- for m in cat.metrics %}{% set iv = row.values[m].get(run) %}<td>{{ iv.estimate|v if iv else "-" }}</td><td class="ci l">{{ iv|ci if iv else "" }}</td>{% endfor %}</tr>
+{%- endfor %}{% endfor %}
+</table></div>
+</details>
+</section>
+{%- endif %}
+
+{%- if r.relevance %}
+{% set rel = r.relevance %}
+<section id="rb-relevance">
+<h2>Relevance of the results</h2>
+<p class="lead">{{ rel.reading }}{% if rel.graded %} Labels run from 0 to {{ rel.max_label }}; a result is highly
+relevant from label {{ rel.high_label }}.{% endif %} Unjudged results count as not relevant in every metric.</p>
+{% if plots.relevance %}<figure>{{ plots.relevance }}</figure>{% endif %}
+{%- set shown = classes|reject("equalto", "" if rel.graded else "highly relevant")|list %}
+<div class="scroll"><table>
+<tr><th class="l">run</th>{% for cls in shown %}<th>{{ cls }}{% if cls == "highly relevant" %} (&ge; {{ rel.high_label }}){% endif %}</th>{% endfor %}<th>results counted</th></tr>
+{%- for p in rel.profiles %}
+<tr><td class="run">{{ p.run }}</td>{% for cls in shown %}<td>{{ p.shares[cls]|pct }}</td>{% endfor %}<td>{{ p.counts.values()|sum }}</td></tr>
+{%- endfor %}
+</table></div>
+{%- if rel.graded %}
+<details><summary>Mean relevance label by rank</summary>
+<div class="scroll"><table>
+<tr><th class="l">run</th>{% for i in range(1, rel.depth + 1) %}<th>{{ i }}</th>{% endfor %}</tr>
+{%- for p in rel.profiles %}
+<tr><td class="run">{{ p.run }}</td>{% for x in p.mean_by_rank %}<td>{{ x|v(2) }}</td>{% endfor %}</tr>
+{%- endfor %}
+</table></div>
+<p class="muted">Mean label at each rank over the questions with a result there; unjudged results count as 0.</p>
+</details>
+{%- endif %}
+</section>
+{%- endif %}
+
+{%- if r.ragas %}
+<section id="rb-ragas">
+<h2>RAGAS</h2>
+<div class="scroll"><table>
+<tr><th class="l">column</th><th class="l">run</th><th>mean</th><th>CI</th><th>n scored</th></tr>
+{%- for col in r.ragas.columns %}{% set vals = r.ragas.values[col] %}{% for run, iv in vals.items() %}
+<tr{% if loop.first %} class="first"{% endif %}>{% if loop.first %}<td class="text" rowspan="{{ vals|length }}"><b>{{ col }}</b><br><span class="muted">{{ r.ragas.readings[col] }}</span></td>{% endif %}
+<td class="run">{{ run }}</td><td>{{ iv.estimate|v }}</td><td class="ci">{{ iv|ci }}</td><td>{{ iv.n }} / {{ r.num_queries }}</td></tr>
+{%- endfor %}{% endfor %}
+</table></div>
+<p class="note">{{ r.ragas.note }}</p>
+</section>
+{%- endif %}
+
+{%- if r.trend %}
+<section id="rb-trend">
+<h2>Trend over saved runs</h2>
+{% if plots.trend %}<figure>{{ plots.trend }}</figure>{% endif %}
+<details><summary>Values</summary>
+<table><tr><th class="l">series</th><th class="l">saved</th><th>record</th><th>mean</th></tr>
+{%- for s in r.trend %}{% for pt in s.points %}
+<tr><td class="l">{{ s.label }}</td><td class="l">{{ pt.timestamp }}</td><td>{{ pt.record_id if pt.record_id is not none else "" }}</td><td>{{ pt.mean|v }}</td></tr>
+{%- endfor %}{% endfor %}
+</table></details>
+</section>
+{%- endif %}
+
+{%- if r.queries %}
+<section id="rb-queries">
+<h2>Best and worst questions</h2>
+{%- for rq in r.queries %}
+<details{% if loop.first %} open{% endif %}><summary>{{ rq.run }}: best and worst by {{ rq.metric }}</summary>
+<h3>Worst</h3>{{ query_table(rq.worst, True, rq.metric) }}
+<h3>Best</h3>{{ query_table(rq.best, True, rq.metric) }}
+</details>
+{%- endfor %}
+</section>
+{%- endif %}
+
+{%- if r.failures %}
+<section id="rb-failures">
+<h2>Failures</h2>
+<p class="lead">A hit is a relevant chunk in the top {{ r.failures_k }}. A question can be in several lists.</p>
+<div class="scroll"><table>
+<tr><th class="l">run</th>{% for fl in r.failures[0].lists %}<th title="{{ fl.title }}">{{ fl.label }}</th>{% endfor %}</tr>
+{%- for rf in r.failures %}
+<tr><td class="l">{{ rf.run }}</td>{% for fl in rf.lists %}<td>{{ fl.count }}</td>{% endfor %}</tr>
+{%- endfor %}
+</table></div>
+<p class="legend">{% for fl in r.failures[0].lists %}<b>{{ fl.label }}</b>: {{ fl.title }}{{ " · " if not loop.last }}{% endfor %}</p>
+{%- for rf in r.failures %}{% for fl in rf.lists if fl.items %}
+<details><summary>{{ rf.run }}: {{ fl.title }} ({{ fl.count }}{% if fl.count > fl.items|length %}, first {{ fl.items|length }} shown{% endif %})</summary>
+{{ query_table(fl.items, False, "") }}
+</details>
+{%- endfor %}{% endfor %}
+{%- if r.runs|length > 1 %}
+<details{% if r.unsolved %} open{% endif %}><summary>No strategy solves: {{ r.unsolved|length }}</summary>
+{% if r.unsolved %}{{ query_table(r.unsolved, False, "") }}{% else %}<p class="muted">Every question with a relevant chunk is solved by at least one strategy.</p>{% endif %}
+</details>
+{%- endif %}
+</section>
+{%- endif %}
+
+<section id="rb-notes">
+<h2>How to read this report</h2>
+<ul class="notes">{% for n in r.notes %}<li>{{ n }}</li>{% endfor %}</ul>
+</section>
+<footer>Generated {{ r.generated_at }} by rankbridge {{ r.rankbridge_version }}. This file is self-contained: it loads
+nothing from the network.</footer>
+</div>
+"""
+
+PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="rankbridge {{ version }}">
+<title>{{ title }}</title>
+</head>
+<body style="margin:0;background:#fff">
+{{ body }}
+</body>
+</html>
+"""
+
+
+def _environment() -> Any:
+    try:
+        import jinja2
+    except ImportError as exc:
+        raise MissingExtraError("jinja2", "report", "The HTML report") from exc
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=False)
+    env.filters["v"] = fmt_value
+    env.filters["diff"] = fmt_diff
+    env.filters["p"] = fmt_p
+    env.filters["pct"] = fmt_pct
+    env.filters["ci"] = lambda iv, sign=False: fmt_ci(iv, sign=sign)
+    env.filters["capfirst"] = lambda s: s[:1].upper() + s[1:]
+    return env
+
+
+class _Plots(dict[str, Any]):
+    """Plot lookup for the template: a missing plot is None (not an undefined-variable error)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return self.get(name)
+
+
+def render(report: Report, *, plots: bool = True, fragment: bool = False) -> str:
+    """The report as HTML.
+
+    Parameters
+    ----------
+    report:
+        The report model.
+    plots:
+        Draw the plots (needs matplotlib); without, the tables alone.
+    fragment:
+        Return only the ``<div class="rb-report">`` (with its scoped style), for embedding in a page or a
+        notebook, instead of a whole document.
+
+    Raises
+    ------
+    MissingExtraError
+        Jinja2 (or, with ``plots=True``, matplotlib) is not installed: ``pip install 'rankbridge[report]'``.
+    """
+    env = _environment()
+    import markupsafe
+
+    svgs: dict[str, Any] = {}
+    if plots:
+        from rankbridge.reports.plots import render_plots
+
+        # matplotlib writes the SVG and escapes every label in it: trusted markup.
+        svgs = {name: markupsafe.Markup(svg) for name, svg in render_plots(report).items()}
+    body = env.from_string(TEMPLATE).render(
+        r=report, plots=_Plots(svgs), css=markupsafe.Markup(CSS), classes=RELEVANCE_CLASSES
+    )
+    if fragment:
+        return str(body)
+    page = env.from_string(PAGE).render(
+        title=report.title, version=report.rankbridge_version, body=markupsafe.Markup(body)
+    )
+    return str(page)

@@ -1,0 +1,243 @@
+"""The report as Markdown (GitHub-flavoured tables), for pull requests, wikis and CI summaries.
+
+Every string that came from data (run names, query texts, chunk texts, categories) is escaped: ``|`` cannot
+break a table, and ``<``, ``>``, ``&`` become HTML entities, so a query holding markup shows as text in
+renderers that allow raw HTML.
+
+Examples
+--------
+>>> from rankbridge.compare import compare
+>>> from rankbridge.reports import build_report
+>>> cmp = compare({"a|b": {"q1": ["d1"]}}, {"q1": {"d1": 1}}, ["P@1"])
+>>> md = render(build_report(cmp, generated_at="2024-01-01"))
+>>> md.splitlines()[0]
+'# Retrieval report'
+>>> "| precision@1 | a\\\\|b (baseline) | 1.000 |" in md
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rankbridge.reports.model import (
+    RELEVANCE_CLASSES,
+    QueryItem,
+    fmt_ci,
+    fmt_diff,
+    fmt_p,
+    fmt_pct,
+    fmt_value,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rankbridge.reports.model import Report
+
+__all__ = ["escape", "render"]
+
+
+def escape(text: object) -> str:
+    """Make a data string safe inside Markdown text and table cells.
+
+    Examples
+    --------
+    >>> escape("<script>alert(1)</script> | x")
+    '&lt;script&gt;alert(1)&lt;/script&gt; \\\\| x'
+    """
+    s = " ".join(str(text).split())
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return s.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:
+    """A GFM table; ``align`` has one letter per column (l or r), default: first left, rest right."""
+    marks = align or "l" + "r" * (len(header) - 1)
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" if a == "r" else "---" for a in marks) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _query(item: QueryItem) -> str:
+    text = escape(item.query_id)
+    if item.query:
+        text += f": {escape(item.query)}"
+    return text
+
+
+def _query_rows(items: Sequence[QueryItem], with_value: bool) -> list[list[str]]:
+    rows = []
+    for it in items:
+        rank = str(it.first_relevant_rank) if it.first_relevant_rank is not None else "-"
+        row = [_query(it)]
+        if with_value:
+            row.append(fmt_value(it.value))
+        row += [
+            rank,
+            escape(", ".join(it.expected[:5])) or "-",
+            escape(", ".join(it.retrieved)) or "-",
+            escape(it.top_text) if it.top_text else "-",
+        ]
+        if it.error:
+            row[-1] = f"error: {escape(it.error)}"
+        rows.append(row)
+    return rows
+
+
+def render(report: Report) -> str:
+    """The whole report as Markdown text."""
+    out: list[str] = [f"# {escape(report.title)}", ""]
+    s = report.settings
+    corr = "Holm-adjusted" if s["correction"] == "holm" else "unadjusted"
+    out.append(
+        f"{report.num_queries} questions, {len(report.runs)} run(s): "
+        + ", ".join(escape(r) for r in report.runs)
+        + f"; baseline **{escape(report.baseline)}**. "
+        f"{s['level']:.0%} intervals, {s['test']} test, p-values {corr}"
+        f" (alpha {s['alpha']:g}). Generated {escape(report.generated_at)} by rankbridge {report.rankbridge_version}."
+    )
+    out.append("")
+
+    out += ["## Headlines", ""]
+    for h in report.headlines:
+        line = (
+            f"- **{h.metric} {fmt_value(h.value.estimate)}** {fmt_ci(h.value)} ({escape(h.run)}): {escape(h.reading)}."
+        )
+        if h.versus:
+            line += f" {escape(h.versus)}."
+        out.append(line)
+    out.append("")
+
+    if report.warnings:
+        out += ["## Warnings", ""]
+        out += [f"- {escape(w)}" for w in report.warnings]
+        out.append("")
+
+    out += ["## Strategies", ""]
+    header = ["metric", "run", "mean", "CI", f"vs {escape(report.baseline)}", "CI", "p", "p adj", "d", "W/T/L"]
+    rows = []
+    for r in report.strategies:
+        name = escape(r.run) + (" (baseline)" if r.baseline else "")
+        cells = [r.metric, name, fmt_value(r.mean.estimate), fmt_ci(r.mean)]
+        if r.difference is None:
+            cells += ["", "", "", "", "", ""]
+        else:
+            star = " *" if r.significant else ""
+            cells += [
+                fmt_diff(r.difference.estimate) + star,
+                fmt_ci(r.difference, sign=True),
+                fmt_p(r.pvalue),
+                fmt_p(r.pvalue_adjusted),
+                fmt_value(r.effect_size, 2),
+                f"{r.wins}/{r.ties}/{r.losses}",
+            ]
+        rows.append(cells)
+    out += _table(header, rows, "ll" + "r" * 8)
+    out += ["", f"\\* significant at alpha {s['alpha']:g} after correction.", ""]
+    weak = [r for r in report.strategies if r.warning]
+    if weak:
+        out += ["Low power:", ""]
+        out += [f"- {r.metric}, {escape(r.run)}: {escape(r.warning or '')}" for r in weak]
+        out.append("")
+
+    if report.cutoffs is not None:
+        c = report.cutoffs
+        out += ["## By rank cut-off", ""]
+        header = ["measure", "run", *(f"@{k}" for k in c.ks)]
+        rows = [[m, escape(run), *(fmt_value(v) for v in c.values[m][run])] for m in c.measures for run in c.values[m]]
+        out += _table(header, rows, "ll" + "r" * len(c.ks))
+        out += ["", f"Deepest list: {c.depth} results; deeper cut-offs are left out.", ""]
+
+    if report.categories is not None:
+        cat = report.categories
+        out += [f"## By {escape(cat.by)}", ""]
+        header = [escape(cat.by), "n", *(f"{m} {escape(r)}" for m in cat.metrics for r in cat.runs)]
+        rows = []
+        for row in cat.rows:
+            cells = [escape(row.name), str(row.n)]
+            for m in cat.metrics:
+                for run in cat.runs:
+                    iv = row.values[m].get(run)
+                    cells.append("-" if iv is None else f"{fmt_value(iv.estimate)} {fmt_ci(iv)}")
+            rows.append(cells)
+        out += _table(header, rows)
+        out.append("")
+
+    if report.relevance is not None:
+        rel = report.relevance
+        out += ["## Relevance of the results", "", escape(rel.reading), ""]
+        classes = [c for c in RELEVANCE_CLASSES if rel.graded or c != "highly relevant"]
+        names = [f"highly relevant (>= {rel.high_label})" if c == "highly relevant" else c for c in classes]
+        out += _table(
+            ["run", *names], [[escape(p.run), *(fmt_pct(p.shares[c]) for c in classes)] for p in rel.profiles]
+        )
+        out.append("")
+        if rel.graded:
+            out += ["Mean relevance label by rank (unjudged = 0):", ""]
+            header = ["run", *(str(i) for i in range(1, rel.depth + 1))]
+            out += _table(header, [[escape(p.run), *(fmt_value(v, 2) for v in p.mean_by_rank)] for p in rel.profiles])
+            out.append("")
+
+    if report.ragas is not None:
+        rg = report.ragas
+        out += ["## RAGAS", ""]
+        rows = []
+        for col in rg.columns:
+            for run, iv in rg.values[col].items():
+                rows.append([escape(col), escape(run), fmt_value(iv.estimate), fmt_ci(iv), str(iv.n)])
+        out += _table(["column", "run", "mean", "CI", "n"], rows, "llrrr")
+        out += ["", f"> {escape(rg.note)}", ""]
+
+    if report.trend:
+        out += ["## Trend over saved runs", ""]
+        rows = []
+        for series in report.trend:
+            for p in series.points:
+                rid = "" if p.record_id is None else str(p.record_id)
+                rows.append([escape(series.label), escape(p.timestamp), rid, fmt_value(p.mean)])
+        out += _table(["series", "saved", "record", "mean"], rows, "lllr")
+        out.append("")
+
+    if report.queries:
+        out += ["## Best and worst questions", ""]
+        for rq in report.queries:
+            for label, items in (("best", rq.best), ("worst", rq.worst)):
+                if not items:
+                    continue
+                out += [f"**{escape(rq.run)}, {label} by {rq.metric}**", ""]
+                out += _table(
+                    ["question", rq.metric, "first relevant", "expected", "retrieved", "top chunk"],
+                    _query_rows(items, True),
+                    "lrrlll",
+                )
+                out.append("")
+
+    if report.failures:
+        out += [f"## Failures (hit = a relevant chunk in the top {report.failures_k})", ""]
+        for rf in report.failures:
+            counts = ", ".join(f"{fl.label}: {fl.count}" for fl in rf.lists)
+            out += [f"**{escape(rf.run)}** ({rf.num_queries} questions): {counts}", ""]
+            for fl in rf.lists:
+                if not fl.items:
+                    continue
+                more = f" (first {len(fl.items)} of {fl.count})" if fl.count > len(fl.items) else ""
+                out += [f"*{escape(rf.run)}: {fl.title}{more}*", ""]
+                out += _table(
+                    ["question", "first relevant", "expected", "retrieved", "top chunk"],
+                    _query_rows(fl.items, False),
+                    "lrlll",
+                )
+                out.append("")
+        if len(report.runs) > 1:
+            out += [f"Questions no run solves: {len(report.unsolved)}", ""]
+            if report.unsolved:
+                out += _table(
+                    ["question", "first relevant", "expected", "retrieved", "top chunk"],
+                    _query_rows(report.unsolved, False),
+                    "lrlll",
+                )
+                out.append("")
+
+    out += ["## How to read this report", ""]
+    out += [f"- {escape(n)}" for n in report.notes]
+    return "\n".join(out) + "\n"

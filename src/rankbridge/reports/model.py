@@ -1,0 +1,1446 @@
+"""The report model: one pure-data object that every report format is drawn from.
+
+:func:`build_report` turns a :class:`~rankbridge.compare.Comparison` (plus, optionally, failure lists,
+per-category slices and a trend from the run history) into a :class:`Report`: frozen dataclasses holding
+only strings, numbers, tuples and dicts. Nothing here draws or imports a drawing library; the renderers
+(:mod:`.terminal`, :mod:`.markdown`, :mod:`.html`, :mod:`.json`) read the model and nothing else.
+
+What a report holds:
+
+* headline numbers (the best run per metric), each with a plain-language reading (:func:`plain_reading`)
+  and its difference to the baseline;
+* the per-strategy table: means with intervals, paired differences, raw and adjusted p-values, effect
+  sizes and wins/ties/losses;
+* metrics by rank cut-off (hit rate, nDCG, recall, precision at k = 1, 3, 5, 10, 20), computed from each
+  evaluation's hit table;
+* a per-category table, failure lists, best and worst queries, a trend over saved runs;
+* the relevance profile of the results (mean label by rank position, and the share of results that are
+  highly relevant / relevant / not relevant / unjudged), and RAGAS columns with a note on what they mean.
+
+Examples
+--------
+>>> from rankbridge.compare import compare
+>>> qrels = {f"q{i}": {f"d{i}": 1} for i in range(10)}
+>>> bm25 = {f"q{i}": [f"x{i}", f"d{i}"] for i in range(10)}       # relevant chunk at rank 2
+>>> dense = {f"q{i}": [f"d{i}", f"x{i}"] for i in range(10)}      # relevant chunk at rank 1
+>>> report = build_report(compare({"bm25": bm25, "dense": dense}, qrels, ["mrr@10"]), generated_at="2024-01-01")
+>>> report.headlines[0].run, report.headlines[0].value.estimate
+('dense', 1.0)
+>>> plain_reading("mrr@10", 0.5)
+'the first relevant chunk typically sits at rank 2'
+>>> plain_reading("hit_rate@5", 0.8)
+'4 in 5 questions get a relevant chunk in the top 5'
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from rankbridge.compare import Comparison, FailedQuery, Failures, SliceTable
+from rankbridge.compare import failures as compute_failures
+from rankbridge.errors import InputError
+from rankbridge.metrics.measures import Measure, parse_measure
+from rankbridge.metrics.ranking import HitTable, compute
+from rankbridge.metrics.stats import Interval, confidence_interval
+from rankbridge.types import GoldenSet, Qrels, Run
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
+
+__all__ = [
+    "CategoryRow",
+    "CategoryTable",
+    "CutoffTable",
+    "FailureList",
+    "Headline",
+    "QueryItem",
+    "RagasSection",
+    "RelevanceProfile",
+    "RelevanceSection",
+    "Report",
+    "RunFailureSummary",
+    "RunQueries",
+    "StrategyRow",
+    "TrendPoint",
+    "TrendSeries",
+    "build_report",
+    "plain_reading",
+]
+
+#: Rank cut-offs of the "metric by rank cut-off" table (those deeper than every run are left out).
+DEFAULT_CUTOFFS = (1, 3, 5, 10, 20)
+#: Measures of the "metric by rank cut-off" table.
+CUTOFF_MEASURES = ("hit_rate", "ndcg", "recall", "precision")
+#: Column prefix of RAGAS scores in :attr:`Evaluation.values`.
+RAGAS_PREFIX = "ragas."
+#: Share of unjudged results (in the relevance depth) above which the report warns.
+UNJUDGED_WARNING = 0.3
+Format = Literal["terminal", "md", "html", "json", "text"]
+
+RAGAS_NOTE = (
+    "RAGAS context precision is not precision@k. RAGAS averages precision@i over the ranks i of the contexts "
+    "an LLM judged useful and divides by the number of useful contexts it retrieved; precision@k divides "
+    "the relevant chunks in the top k by k, and AP divides by all relevant chunks in the qrels. On the same "
+    "list RAGAS can give 0.83 where AP gives 0.56. RAGAS ID-based precision and recall are set measures over "
+    "the whole retrieved list (no rank, no cut-off). RAGAS means are over the queries it could score (n)."
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# Formatting helpers shared by the renderers
+# --------------------------------------------------------------------------------------------------
+
+
+def _nan(x: float | None) -> bool:
+    return x is None or not math.isfinite(x)
+
+
+def fmt_value(x: float | None, digits: int = 3) -> str:
+    """A value for a table cell (``"-"`` when undefined).
+
+    Examples
+    --------
+    >>> fmt_value(0.51234), fmt_value(float("nan"))
+    ('0.512', '-')
+    """
+    return "-" if x is None or _nan(x) else f"{x:.{digits}f}"
+
+
+def fmt_diff(x: float | None, digits: int = 3) -> str:
+    """A signed difference (``"+0.120"``)."""
+    return "-" if x is None or _nan(x) else f"{x:+.{digits}f}"
+
+
+def fmt_ci(iv: Interval | None, digits: int = 3, sign: bool = False) -> str:
+    """``"[low, high]"`` of an interval (``"-"`` when it has no bounds).
+
+    Examples
+    --------
+    >>> fmt_ci(Interval(0.5, 0.4, 0.6, 0.95, "t", 20))
+    '[0.400, 0.600]'
+    """
+    if iv is None or _nan(iv.low) or _nan(iv.high):
+        return "-"
+    f = fmt_diff if sign else fmt_value
+    return f"[{f(iv.low, digits)}, {f(iv.high, digits)}]"
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value (``"<0.001"`` below 0.001).
+
+    Examples
+    --------
+    >>> fmt_p(0.0312), fmt_p(0.00001)
+    ('0.031', '<0.001')
+    """
+    if p is None or _nan(p):
+        return "-"
+    return "<0.001" if p < 1e-3 else f"{p:.3f}"
+
+
+def fmt_pct(x: float | None) -> str:
+    """A share as a percentage (``"42%"``)."""
+    return "-" if x is None or _nan(x) else f"{100 * x:.0f}%"
+
+
+def _json_float(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def _iv_dict(iv: Interval | None) -> dict[str, Any] | None:
+    return None if iv is None else iv.to_dict()
+
+
+# --------------------------------------------------------------------------------------------------
+# Plain-language readings
+# --------------------------------------------------------------------------------------------------
+
+
+def _nice_fraction(v: float) -> tuple[int, int] | None:
+    """``(a, b)`` with b <= 10 and a/b within 0.005 of ``v`` (smallest b), else None."""
+    for b in range(2, 11):
+        a = round(v * b)
+        if 0 < a < b and abs(v - a / b) <= 0.005:
+            return a, b
+    return None
+
+
+def _relevant_word(rel: int) -> str:
+    return "a relevant chunk" if rel == 1 else f"a chunk with label >= {rel}"
+
+
+def plain_reading(metric: str | Measure, value: float, *, num_queries: int | None = None) -> str:
+    """What a metric's mean says in plain words, for a reader who does not know the metric.
+
+    Parameters
+    ----------
+    metric:
+        A metric name (``"mrr@10"``, ``"hit_rate@5"``) or a RAGAS column (``"ragas.faithfulness"``).
+    value:
+        The mean.
+    num_queries:
+        The number of questions the mean is over; adds counts such as "(8 of 10)" to hit rates.
+
+    Returns
+    -------
+    str
+        One sentence fragment, without a trailing period.
+
+    Examples
+    --------
+    >>> plain_reading("mrr", 0.5)
+    'the first relevant chunk typically sits at rank 2'
+    >>> plain_reading("hit_rate@5", 0.8, num_queries=10)
+    '4 in 5 questions (8 of 10) get a relevant chunk in the top 5'
+    >>> plain_reading("precision@5", 0.4)
+    'on average 2.0 of the top 5 chunks are relevant'
+    >>> print(plain_reading("recall@10", 0.7))
+    the top 10 holds 70% of a question's relevant chunks, on average
+    """
+    if isinstance(metric, str) and metric.startswith(RAGAS_PREFIX):
+        return _ragas_reading(metric[len(RAGAS_PREFIX) :], value)
+    m = parse_measure(metric)
+    if _nan(value):
+        return "undefined (no query could be scored)"
+    k = m.k
+    top = f"the top {k}" if k is not None else "the list"
+    rel = "relevant" if m.rel == 1 else f"relevant (label >= {m.rel})"
+    pct = fmt_pct(value)
+    if m.name == "hit_rate":
+        what = f"get {_relevant_word(m.rel)} in the top {k}"
+        count = f" ({round(value * num_queries)} of {num_queries})" if num_queries else ""
+        if value >= 1.0:
+            return f"every question{count} gets {_relevant_word(m.rel)} in the top {k}"
+        if value <= 0.0:
+            return f"no question{count} gets {_relevant_word(m.rel)} in the top {k}"
+        frac = _nice_fraction(value)
+        lead = f"{frac[0]} in {frac[1]} questions" if frac else f"{pct} of questions"
+        return f"{lead}{count} {what}"
+    if m.name == "mrr":
+        where = ""
+        if value <= 0.0:
+            return f"no question has {_relevant_word(m.rel)} in {top}"
+        if value >= 0.95:
+            return f"the first {rel} chunk is almost always at rank 1{where}"
+        rank = 1.0 / value
+        if abs(rank - round(rank)) < 0.05:
+            return f"the first {rel} chunk typically sits at rank {round(rank)}{where}"
+        return f"the first {rel} chunk typically sits around rank {rank:.1f}{where}"
+    if m.name == "precision":
+        if k == 1:
+            return f"the top chunk is {rel} for {pct} of questions"
+        return f"on average {value * (k or 1):.1f} of the top {k} chunks are {rel}"
+    if m.name == "recall":
+        return f"{top} holds {pct} of a question's {rel} chunks, on average"
+    if m.name in ("ndcg", "ndcg_exp"):
+        gain = " (exponential gain)" if m.name == "ndcg_exp" else ""
+        return f"the order of {top} reaches {pct} of the best possible ordering{gain}; 1.0 = best chunks first"
+    if m.name == "map":
+        return f"average precision at the ranks of the {rel} chunks in {top}; 1.0 = all of them ranked first"
+    if m.name in ("dcg", "dcg_exp"):
+        return f"graded gain collected in the top {k}, discounted by rank (unnormalised; higher is better)"
+    if m.name == "r_precision":
+        return f"of the top R results (R = a question's number of relevant chunks), {pct} are {rel}"
+    if m.name == "judged":
+        return f"{pct} of the top {k} has a relevance judgment; unjudged chunks count as not relevant"
+    if m.name == "num_ret":
+        return f"{value:.1f} chunks retrieved per question"
+    if m.name == "num_rel":
+        return f"{value:.1f} {rel} chunks per question in the judgments"
+    if m.name == "num_rel_ret":
+        return f"{value:.1f} {rel} chunks retrieved per question"
+    return m.description  # pragma: no cover - every measure is handled above
+
+
+_RAGAS_READINGS = {
+    "context_precision": "RAGAS' AP-like score over the contexts an LLM judged useful (not precision@k)",
+    "context_recall": "share of the reference answer's claims an LLM finds in the contexts",
+    "faithfulness": "share of the answer's claims that the retrieved contexts support",
+    "answer_relevancy": "how closely the answer addresses the question (LLM and embeddings)",
+    "id_based_context_precision": "share of the retrieved ids that are reference ids (a set measure, no rank)",
+    "id_based_context_recall": "share of the reference ids that were retrieved (a set measure, no rank)",
+    "non_llm_context_precision_with_reference": "AP-like, contexts matched to references by string similarity",
+    "non_llm_context_recall": "share of reference contexts matched by a retrieved context (string similarity)",
+}
+
+
+def _ragas_reading(name: str, value: float) -> str:
+    what = _RAGAS_READINGS.get(name, "a RAGAS score in [0, 1]")
+    return what if _nan(value) else f"{what}: {fmt_pct(value)}"
+
+
+# --------------------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline number: the best run on a metric, what it means, and how it compares with the baseline.
+
+    Attributes
+    ----------
+    metric, run:
+        The metric and the best run on it.
+    value:
+        The run's mean with its interval.
+    reading:
+        A plain-language reading of the mean (:func:`plain_reading`).
+    versus:
+        The difference to the baseline in words, or None when the best run is the baseline (or alone).
+    significant:
+        Whether that difference is significant (adjusted p below alpha); None without a comparison.
+    """
+
+    metric: str
+    run: str
+    value: Interval
+    reading: str
+    versus: str | None = None
+    significant: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "metric": self.metric,
+            "run": self.run,
+            "value": self.value.to_dict(),
+            "reading": self.reading,
+            "versus": self.versus,
+            "significant": self.significant,
+        }
+
+
+@dataclass(frozen=True)
+class StrategyRow:
+    """One (metric, run) row of the per-strategy table; the paired fields are None for the baseline."""
+
+    metric: str
+    run: str
+    baseline: bool
+    mean: Interval
+    reading: str
+    difference: Interval | None = None
+    relative_change: float | None = None
+    pvalue: float | None = None
+    pvalue_adjusted: float | None = None
+    significant: bool | None = None
+    effect_size: float | None = None
+    wins: int | None = None
+    ties: int | None = None
+    losses: int | None = None
+    warning: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "metric": self.metric,
+            "run": self.run,
+            "baseline": self.baseline,
+            "mean": self.mean.to_dict(),
+            "reading": self.reading,
+            "difference": _iv_dict(self.difference),
+            "relative_change": _json_float(self.relative_change),
+            "pvalue": _json_float(self.pvalue),
+            "pvalue_adjusted": _json_float(self.pvalue_adjusted),
+            "significant": self.significant,
+            "effect_size": _json_float(self.effect_size),
+            "wins": self.wins,
+            "ties": self.ties,
+            "losses": self.losses,
+            "warning": self.warning,
+        }
+
+
+@dataclass(frozen=True)
+class CutoffTable:
+    """Metrics by rank cut-off: ``values[measure][run][i]`` is the mean at ``ks[i]``.
+
+    Attributes
+    ----------
+    measures:
+        Measure names (``"hit_rate"``, ``"ndcg"``, ``"recall"``, ``"precision"``).
+    ks:
+        The cut-offs, ascending.
+    values:
+        Measure -> run -> means, one per cut-off.
+    depth:
+        The longest retrieved list of any run (cut-offs beyond it are left out).
+    """
+
+    measures: tuple[str, ...]
+    ks: tuple[int, ...]
+    values: dict[str, dict[str, tuple[float, ...]]]
+    depth: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "measures": list(self.measures),
+            "ks": list(self.ks),
+            "depth": self.depth,
+            "values": {
+                m: {r: [_json_float(v) for v in vs] for r, vs in runs.items()} for m, runs in self.values.items()
+            },
+        }
+
+
+@dataclass(frozen=True)
+class CategoryRow:
+    """One category: its size, ``values[metric][run]`` means with intervals, and a small-sample warning."""
+
+    name: str
+    n: int
+    values: dict[str, dict[str, Interval]]
+    warning: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "name": self.name,
+            "n": self.n,
+            "values": {m: {r: iv.to_dict() for r, iv in runs.items()} for m, runs in self.values.items()},
+            "warning": self.warning,
+        }
+
+
+@dataclass(frozen=True)
+class CategoryTable:
+    """Means per query category (or any metadata field, named in ``by``)."""
+
+    by: str
+    metrics: tuple[str, ...]
+    runs: tuple[str, ...]
+    rows: tuple[CategoryRow, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "by": self.by,
+            "metrics": list(self.metrics),
+            "runs": list(self.runs),
+            "rows": [r.to_dict() for r in self.rows],
+        }
+
+
+@dataclass(frozen=True)
+class QueryItem:
+    """One query in a list (best, worst, a failure list), with what was expected and what came back.
+
+    ``top_text`` is the text of the first retrieved chunk when known (from the golden set's corpus, the
+    run's hits or ``doc_texts``), shortened.
+    """
+
+    query_id: str
+    query: str | None
+    run: str
+    value: float | None = None
+    expected: tuple[str, ...] = ()
+    retrieved: tuple[str, ...] = ()
+    top_score: float | None = None
+    first_relevant_rank: int | None = None
+    top_text: str | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "query_id": self.query_id,
+            "query": self.query,
+            "run": self.run,
+            "value": _json_float(self.value),
+            "expected": list(self.expected),
+            "retrieved": list(self.retrieved),
+            "top_score": _json_float(self.top_score),
+            "first_relevant_rank": self.first_relevant_rank,
+            "top_text": self.top_text,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class FailureList:
+    """One failure list of one run: ``count`` queries, the first few in ``items``."""
+
+    key: str
+    label: str
+    title: str
+    count: int
+    items: tuple[QueryItem, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "key": self.key,
+            "label": self.label,
+            "title": self.title,
+            "count": self.count,
+            "items": [i.to_dict() for i in self.items],
+        }
+
+
+@dataclass(frozen=True)
+class RunFailureSummary:
+    """A run's failure lists (zero hit, top-1 irrelevant, ranked low, mostly unjudged, failed)."""
+
+    run: str
+    k: int
+    num_queries: int
+    lists: tuple[FailureList, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "run": self.run,
+            "k": self.k,
+            "num_queries": self.num_queries,
+            "lists": [fl.to_dict() for fl in self.lists],
+        }
+
+
+@dataclass(frozen=True)
+class RunQueries:
+    """A run's best and worst queries by ``metric``."""
+
+    run: str
+    metric: str
+    best: tuple[QueryItem, ...]
+    worst: tuple[QueryItem, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "run": self.run,
+            "metric": self.metric,
+            "best": [i.to_dict() for i in self.best],
+            "worst": [i.to_dict() for i in self.worst],
+        }
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One saved run in a trend: when (ISO 8601), which history record, and the mean."""
+
+    timestamp: str
+    record_id: int | None
+    mean: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"timestamp": self.timestamp, "record_id": self.record_id, "mean": _json_float(self.mean)}
+
+
+@dataclass(frozen=True)
+class TrendSeries:
+    """A metric's mean across saved runs (of one run name, or all when ``name`` is None), oldest first."""
+
+    metric: str
+    name: str | None
+    points: tuple[TrendPoint, ...]
+
+    @property
+    def label(self) -> str:
+        """``"ndcg@10 (dense)"``, or the metric alone."""
+        return self.metric if self.name is None else f"{self.metric} ({self.name})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"metric": self.metric, "name": self.name, "points": [p.to_dict() for p in self.points]}
+
+
+#: Relevance classes of :class:`RelevanceProfile`, in display order.
+RELEVANCE_CLASSES = ("highly relevant", "relevant", "not relevant", "unjudged")
+
+
+@dataclass(frozen=True)
+class RelevanceProfile:
+    """How relevant one run's results are, by rank position and overall (top ``depth`` results).
+
+    Attributes
+    ----------
+    run:
+        The run.
+    mean_by_rank:
+        Mean label at rank 1, 2, ..., ``depth`` (unjudged and negative labels count as 0), over the
+        questions with a result at that rank (NaN where none has one).
+    shares:
+        Share of the returned results (top ``depth`` of every question) in each of
+        :data:`RELEVANCE_CLASSES`; "highly relevant" is 0 for binary judgments.
+    counts:
+        The same as counts of results.
+    """
+
+    run: str
+    mean_by_rank: tuple[float, ...]
+    shares: dict[str, float]
+    counts: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "run": self.run,
+            "mean_by_rank": [_json_float(v) for v in self.mean_by_rank],
+            "shares": {k: _json_float(v) for k, v in self.shares.items()},
+            "counts": dict(self.counts),
+        }
+
+
+@dataclass(frozen=True)
+class RelevanceSection:
+    """The relevance profile of every run.
+
+    Attributes
+    ----------
+    graded:
+        Whether the judgments have more than one relevant grade (a label above 1).
+    max_label:
+        The highest label in the judgments.
+    high_label:
+        The label from which a result is "highly relevant" (3, or the top grade when it is lower);
+        None for binary judgments.
+    depth:
+        How many top results of each question are counted.
+    profiles:
+        One per run.
+    reading:
+        A sentence on the first run's profile.
+    """
+
+    graded: bool
+    max_label: int
+    high_label: int | None
+    depth: int
+    profiles: tuple[RelevanceProfile, ...]
+    reading: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "graded": self.graded,
+            "max_label": self.max_label,
+            "high_label": self.high_label,
+            "depth": self.depth,
+            "profiles": [p.to_dict() for p in self.profiles],
+            "reading": self.reading,
+        }
+
+
+@dataclass(frozen=True)
+class RagasSection:
+    """RAGAS columns found in the evaluations: ``values[column][run]`` mean with interval (over scored rows)."""
+
+    columns: tuple[str, ...]
+    values: dict[str, dict[str, Interval]]
+    readings: dict[str, str]
+    note: str = RAGAS_NOTE
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "columns": list(self.columns),
+            "values": {c: {r: iv.to_dict() for r, iv in runs.items()} for c, runs in self.values.items()},
+            "readings": dict(self.readings),
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything a retrieval report shows, as plain data; render it with the ``to_*`` methods.
+
+    Build one with :func:`build_report` (or ``Report.from_comparison``). The object is frozen and holds
+    no reference to runs, evaluations or drawing libraries.
+
+    Attributes
+    ----------
+    title:
+        The report's title.
+    generated_at:
+        When it was built (ISO 8601), or the string given to :func:`build_report`.
+    rankbridge_version:
+        The version that built it.
+    qrels_name:
+        The judgments' name, when known.
+    num_queries:
+        How many questions every number is over.
+    runs, baseline, metrics:
+        The strategies (in the order given), the one every other is compared with, and the metrics.
+    settings:
+        How the statistics were computed (test, correction, alpha, level, interval method, resamples, seed).
+    headlines:
+        One per metric: the best run, its reading, and its difference to the baseline.
+    strategies:
+        The per-strategy table, one row per (metric, run).
+    cutoffs:
+        Metrics by rank cut-off, when the evaluations kept their hit tables.
+    categories:
+        Means per query category, when the golden set has categories (or slices were given).
+    queries:
+        Best and worst queries per run.
+    failures:
+        Failure lists per run, when runs or a :class:`~rankbridge.compare.Failures` were given.
+    unsolved:
+        Queries no run has a relevant chunk for in its top ``failures_k``.
+    failures_k:
+        The cut-off that defines a hit in the failure lists.
+    trend:
+        Metric means over saved runs.
+    relevance:
+        The relevance profile of the results.
+    ragas:
+        RAGAS columns, when the evaluations carry any.
+    warnings:
+        Everything the reader should be warned about (too few queries, failed queries, unjudged results...).
+    notes:
+        How to read the report.
+    """
+
+    title: str
+    generated_at: str
+    rankbridge_version: str
+    qrels_name: str | None
+    num_queries: int
+    runs: tuple[str, ...]
+    baseline: str
+    metrics: tuple[str, ...]
+    settings: dict[str, Any]
+    headlines: tuple[Headline, ...]
+    strategies: tuple[StrategyRow, ...]
+    cutoffs: CutoffTable | None = None
+    categories: CategoryTable | None = None
+    queries: tuple[RunQueries, ...] = ()
+    failures: tuple[RunFailureSummary, ...] = ()
+    unsolved: tuple[QueryItem, ...] = ()
+    failures_k: int | None = None
+    trend: tuple[TrendSeries, ...] = ()
+    relevance: RelevanceSection | None = None
+    ragas: RagasSection | None = None
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    # -- construction -------------------------------------------------------------------------------
+
+    @classmethod
+    def from_comparison(cls, comparison: Comparison, **kwargs: Any) -> Report:
+        """The same as :func:`build_report` (``Report.from_comparison(cmp, runs=runs)``)."""
+        return build_report(comparison, **kwargs)
+
+    # -- access -------------------------------------------------------------------------------------
+
+    def rows(self, metric: str | None = None) -> list[StrategyRow]:
+        """The per-strategy rows, of one metric or all.
+
+        Examples
+        --------
+        >>> from rankbridge.compare import compare
+        >>> cmp = compare({"a": {"q1": ["d1"]}, "b": {"q1": ["x"]}}, {"q1": {"d1": 1}}, ["P@1"])
+        >>> [(r.run, r.mean.estimate) for r in build_report(cmp).rows("precision@1")]
+        [('a', 1.0), ('b', 0.0)]
+        """
+        if metric is None:
+            return list(self.strategies)
+        name = metric if metric.startswith(RAGAS_PREFIX) else str(parse_measure(metric))
+        if name not in self.metrics:
+            raise InputError(f"metric {name!r} is not in this report; it has {', '.join(self.metrics)}")
+        return [r for r in self.strategies if r.metric == name]
+
+    # -- output -------------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the whole report (non-finite numbers become ``None``)."""
+        return {
+            "title": self.title,
+            "generated_at": self.generated_at,
+            "rankbridge_version": self.rankbridge_version,
+            "qrels_name": self.qrels_name,
+            "num_queries": self.num_queries,
+            "runs": list(self.runs),
+            "baseline": self.baseline,
+            "metrics": list(self.metrics),
+            "settings": dict(self.settings),
+            "headlines": [h.to_dict() for h in self.headlines],
+            "strategies": [r.to_dict() for r in self.strategies],
+            "cutoffs": None if self.cutoffs is None else self.cutoffs.to_dict(),
+            "categories": None if self.categories is None else self.categories.to_dict(),
+            "queries": [q.to_dict() for q in self.queries],
+            "failures": [f.to_dict() for f in self.failures],
+            "unsolved": [u.to_dict() for u in self.unsolved],
+            "failures_k": self.failures_k,
+            "trend": [t.to_dict() for t in self.trend],
+            "relevance": None if self.relevance is None else self.relevance.to_dict(),
+            "ragas": None if self.ragas is None else self.ragas.to_dict(),
+            "warnings": list(self.warnings),
+            "notes": list(self.notes),
+        }
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The report as JSON text (see :mod:`rankbridge.reports.json`)."""
+        from rankbridge.reports.json import render
+
+        return render(self, indent=indent)
+
+    def to_markdown(self) -> str:
+        """The report as Markdown (see :mod:`rankbridge.reports.markdown`)."""
+        from rankbridge.reports.markdown import render
+
+        return render(self)
+
+    def to_html(self, *, plots: bool = True, fragment: bool = False) -> str:
+        """The report as one self-contained HTML file (see :mod:`rankbridge.reports.html`).
+
+        Needs the ``report`` extra (Jinja2, and matplotlib for ``plots=True``).
+        """
+        from rankbridge.reports.html import render
+
+        return render(self, plots=plots, fragment=fragment)
+
+    def to_text(self, *, width: int = 120) -> str:
+        """The terminal rendering as plain text, without colour (needs rich)."""
+        from rankbridge.reports.terminal import render_text
+
+        return render_text(self, width=width)
+
+    def print(self, console: Console | None = None) -> None:
+        """Print the report to the terminal with rich tables (plain Markdown when rich is missing)."""
+        from rankbridge.reports.terminal import print_report
+
+        print_report(self, console=console)
+
+    def save(self, path: str | os.PathLike[str], format: Format | None = None) -> None:
+        """Write the report atomically; the format comes from ``format`` or the file's suffix.
+
+        ``.html``/``.htm`` -> HTML, ``.md`` -> Markdown, ``.json`` -> JSON, anything else -> plain text.
+        """
+        fmt = format or _format_from_suffix(os.fspath(path))
+        if fmt == "html":
+            text = self.to_html()
+        elif fmt == "md":
+            text = self.to_markdown()
+        elif fmt == "json":
+            text = self.to_json()
+        elif fmt in ("terminal", "text"):
+            text = self.to_text()
+        else:
+            raise InputError(f"format must be one of terminal, md, html, json. Got {fmt!r} instead.")
+        from rankbridge.io._atomic import atomic_write
+
+        with atomic_write(path) as fh:
+            fh.write(text if text.endswith("\n") else text + "\n")
+
+    def _repr_html_(self) -> str | None:
+        """Notebook rendering: the HTML report as a fragment (no plots when matplotlib is missing)."""
+        try:
+            import jinja2  # noqa: F401
+        except ImportError:
+            return None
+        try:
+            import matplotlib  # noqa: F401
+
+            plots = True
+        except ImportError:
+            plots = False
+        return self.to_html(plots=plots, fragment=True)
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+    def __str__(self) -> str:
+        return self.to_markdown()
+
+
+def _format_from_suffix(path: str) -> Format:
+    lower = path.lower()
+    if lower.endswith((".html", ".htm")):
+        return "html"
+    if lower.endswith((".md", ".markdown")):
+        return "md"
+    if lower.endswith(".json"):
+        return "json"
+    return "text"
+
+
+# --------------------------------------------------------------------------------------------------
+# Building
+# --------------------------------------------------------------------------------------------------
+
+
+def _settings(cmp: Comparison) -> dict[str, Any]:
+    return {
+        "test": cmp.test,
+        "correction": cmp.correction,
+        "alpha": cmp.alpha,
+        "level": cmp.level,
+        "ci_method": cmp.ci_method,
+        "n_resamples": cmp.n_resamples,
+        "seed": cmp.seed,
+    }
+
+
+def _versus(cmp: Comparison, metric: str, run: str) -> tuple[str | None, bool | None]:
+    pc = cmp.paired[metric].get(run)
+    if pc is None:
+        return None, None
+    rel = pc.relative_change
+    rel_txt = "" if _nan(rel) else f" ({100 * rel:+.0f}%)"
+    verdict = "significant" if pc.significant else "not significant"
+    text = (
+        f"{fmt_diff(pc.difference.estimate)}{rel_txt} vs {cmp.baseline} "
+        f"{fmt_ci(pc.difference, sign=True)}, p adj {fmt_p(pc.pvalue_adjusted)}: {verdict}"
+    )
+    return text, pc.significant
+
+
+def _headlines(cmp: Comparison) -> tuple[Headline, ...]:
+    out = []
+    for metric in cmp.metrics:
+        best = cmp.best(metric)
+        if cmp.means[metric][cmp.baseline].estimate == cmp.means[metric][best].estimate:
+            best = cmp.baseline  # on a tie, the baseline is the headline
+        iv = cmp.means[metric][best]
+        versus, sig = _versus(cmp, metric, best)
+        if versus is None and len(cmp.runs) > 1:
+            versus = "the baseline is the best run"
+        out.append(
+            Headline(
+                metric=metric,
+                run=best,
+                value=iv,
+                reading=plain_reading(metric, iv.estimate, num_queries=cmp.num_queries),
+                versus=versus,
+                significant=sig,
+            )
+        )
+    return tuple(out)
+
+
+def _strategies(cmp: Comparison) -> tuple[StrategyRow, ...]:
+    rows = []
+    for metric in cmp.metrics:
+        for run in cmp.runs:
+            iv = cmp.means[metric][run]
+            pc = cmp.paired[metric].get(run)
+            reading = plain_reading(metric, iv.estimate, num_queries=cmp.num_queries)
+            if pc is None:
+                rows.append(StrategyRow(metric, run, run == cmp.baseline, iv, reading))
+                continue
+            rows.append(
+                StrategyRow(
+                    metric=metric,
+                    run=run,
+                    baseline=False,
+                    mean=iv,
+                    reading=reading,
+                    difference=pc.difference,
+                    relative_change=pc.relative_change,
+                    pvalue=pc.pvalue,
+                    pvalue_adjusted=pc.pvalue_adjusted,
+                    significant=pc.significant,
+                    effect_size=pc.effect_size,
+                    wins=pc.wins,
+                    ties=pc.ties,
+                    losses=pc.losses,
+                    warning=pc.warning,
+                )
+            )
+    return tuple(rows)
+
+
+def _tables(cmp: Comparison) -> dict[str, HitTable]:
+    return {run: ev.table for run, ev in cmp.evaluations.items() if ev.table is not None}
+
+
+def _cutoffs(cmp: Comparison, ks: Sequence[int]) -> CutoffTable | None:
+    tables = _tables(cmp)
+    if not tables or len(tables) != len(cmp.runs):
+        return None
+    depth = max((int(t.n_ret.max()) if t.num_queries else 0) for t in tables.values())
+    kept = tuple(k for k in sorted(set(ks)) if k <= max(depth, 1))
+    if not kept:
+        kept = (1,)
+    values: dict[str, dict[str, tuple[float, ...]]] = {}
+    for name in CUTOFF_MEASURES:
+        values[name] = {}
+        for run in cmp.runs:
+            t = tables[run]
+            values[name][run] = tuple(
+                float(compute(t, Measure(name, k)).mean()) if t.num_queries else math.nan for k in kept
+            )
+    return CutoffTable(measures=CUTOFF_MEASURES, ks=kept, values=values, depth=depth)
+
+
+def _relevance(cmp: Comparison, depth: int) -> RelevanceSection | None:
+    tables = _tables(cmp)
+    if not tables:
+        return None
+    max_label = max((int(t.judged_label.max()) if len(t.judged_label) else 0) for t in tables.values())
+    if max_label < 1:
+        return None
+    deepest = max((int(t.n_ret.max()) if t.num_queries else 0) for t in tables.values())
+    d = max(1, min(depth, deepest))
+    graded = max_label >= 2
+    high = min(3, max_label) if graded else None
+    profiles = []
+    for run in cmp.runs:
+        t = tables.get(run)
+        if t is None:
+            continue
+        sel = t.hit_rank <= d
+        ranks, labels = t.hit_rank[sel], np.maximum(t.hit_label[sel], 0)
+        sums = np.bincount(ranks - 1, weights=labels.astype(np.float64), minlength=d)[:d]
+        have = np.array([(t.n_ret >= r).sum() for r in range(1, d + 1)], dtype=np.float64)
+        mean_by_rank = tuple(float(s / h) if h > 0 else math.nan for s, h in zip(sums, have, strict=True))
+        total = int(np.minimum(t.n_ret, d).sum())
+        raw = t.hit_label[sel]
+        n_high = int((raw >= high).sum()) if high is not None else 0
+        n_rel = int((raw >= 1).sum()) - n_high
+        n_not = int((raw <= 0).sum())
+        counts = {
+            "highly relevant": n_high,
+            "relevant": n_rel,
+            "not relevant": n_not,
+            "unjudged": total - n_high - n_rel - n_not,
+        }
+        shares = {k: (v / total if total else math.nan) for k, v in counts.items()}
+        profiles.append(RelevanceProfile(run, mean_by_rank, shares, counts))
+    if not profiles:
+        return None
+    first = profiles[0]
+    parts = []
+    if graded:
+        parts.append(f"{fmt_pct(first.shares['highly relevant'])} highly relevant (label >= {high})")
+    parts.append(f"{fmt_pct(first.shares['relevant'])} relevant")
+    parts.append(f"{fmt_pct(first.shares['not relevant'])} judged not relevant")
+    parts.append(f"{fmt_pct(first.shares['unjudged'])} unjudged")
+    reading = f"In the top {d} of {first.run}, " + ", ".join(parts[:-1]) + f" and {parts[-1]}"
+    finite = [v for v in first.mean_by_rank if not _nan(v)]
+    if graded and len(finite) > 1:
+        reading += f"; mean relevance goes from {finite[0]:.2f} at rank 1 to {finite[-1]:.2f} at rank {len(finite)}"
+    return RelevanceSection(
+        graded=graded, max_label=max_label, high_label=high, depth=d, profiles=tuple(profiles), reading=reading + "."
+    )
+
+
+def _ragas(cmp: Comparison) -> RagasSection | None:
+    columns: list[str] = []
+    for ev in cmp.evaluations.values():
+        columns.extend(c for c in ev.values if c.startswith(RAGAS_PREFIX) and c not in columns)
+    if not columns:
+        return None
+    values: dict[str, dict[str, Interval]] = {}
+    for col in columns:
+        values[col] = {}
+        for run in cmp.runs:
+            ev = cmp.evaluations[run]
+            if col not in ev.values:
+                continue
+            v = ev.values[col]
+            ok = v[~np.isnan(v)]
+            if len(ok) == 0:
+                values[col][run] = Interval(math.nan, math.nan, math.nan, cmp.level, "t", 0)
+                continue
+            values[col][run] = confidence_interval(
+                ok,
+                level=cmp.level,
+                method=cmp.ci_method,  # type: ignore[arg-type]
+                n_resamples=cmp.n_resamples,
+                seed=cmp.seed,
+                bounds=(0.0, 1.0),
+            )
+    readings = {c: _ragas_reading(c[len(RAGAS_PREFIX) :], math.nan) for c in columns}
+    return RagasSection(columns=tuple(columns), values=values, readings=readings)
+
+
+def _categories(tables: Mapping[str, SliceTable], runs: Sequence[str]) -> CategoryTable | None:
+    if not tables:
+        return None
+    present = [r for r in runs if r in tables]
+    first = tables[present[0]]
+    names: list[str] = []
+    for r in present:
+        names.extend(n for n in tables[r].names() if n not in names)
+    rows = []
+    for name in names:
+        values: dict[str, dict[str, Interval]] = {m: {} for m in first.metrics}
+        n = 0
+        warning = None
+        for r in present:
+            try:
+                s = tables[r][name]
+            except KeyError:
+                continue
+            n, warning = s.n, s.warning
+            for m in first.metrics:
+                if m in s.means:
+                    values[m][r] = s.means[m]
+        rows.append(CategoryRow(name=name, n=n, values=values, warning=warning))
+    return CategoryTable(by=first.by, metrics=first.metrics, runs=tuple(present), rows=tuple(rows))
+
+
+def _shorten(text: str | None, limit: int = 240) -> str | None:
+    if text is None:
+        return None
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 1].rstrip() + "…"
+
+
+def _item(fq: FailedQuery, texts: Mapping[str, str]) -> QueryItem:
+    top = fq.retrieved[0] if fq.retrieved else None
+    return QueryItem(
+        query_id=fq.query_id,
+        query=fq.query,
+        run=fq.run,
+        value=fq.value,
+        expected=fq.expected,
+        retrieved=fq.retrieved,
+        top_score=fq.top_score,
+        first_relevant_rank=fq.first_relevant_rank,
+        top_text=_shorten(texts.get(top)) if top is not None else None,
+        error=fq.error,
+    )
+
+
+_FAILURE_LABELS = {
+    "zero_hit": "zero hit",
+    "top1_irrelevant": "top-1 irrelevant",
+    "ranked_low": "ranked low",
+    "mostly_unjudged": "mostly unjudged",
+    "failed": "failed",
+}
+_FAILURE_TITLES = {
+    "zero_hit": "no relevant chunk in the top {k}",
+    "top1_irrelevant": "top result not relevant (a relevant one is in the top {k}): a reranker could fix these",
+    "ranked_low": "first relevant chunk below rank {low}",
+    "mostly_unjudged": "top {k} mostly unjudged: the metric says little, judge these",
+    "failed": "retrieval failed or returned nothing",
+}
+
+
+def _failure_sections(
+    f: Failures, texts: Mapping[str, str], runs: Sequence[str], max_items: int
+) -> tuple[tuple[RunFailureSummary, ...], tuple[QueryItem, ...]]:
+    out = []
+    for run in [r for r in runs if r in f.runs] + [r for r in f.runs if r not in runs]:
+        rf = f.runs[run]
+        lists = []
+        for key, title in _FAILURE_TITLES.items():
+            items = getattr(rf, key)
+            lists.append(
+                FailureList(
+                    key=key,
+                    label=_FAILURE_LABELS[key],
+                    title=title.format(k=rf.k, low=rf.low_rank),
+                    count=len(items),
+                    items=tuple(_item(it, texts) for it in items[:max_items]),
+                )
+            )
+        out.append(RunFailureSummary(run=run, k=rf.k, num_queries=rf.num_queries, lists=tuple(lists)))
+    unsolved = tuple(_item(it, texts) for it in f.unsolved[:max_items])
+    return tuple(out), unsolved
+
+
+def _best_worst(
+    cmp: Comparison, metric: str, n: int, query_texts: Mapping[str, str], f: Failures | None, texts: Mapping[str, str]
+) -> tuple[RunQueries, ...]:
+    out = []
+    for run in cmp.runs:
+        rf = f.runs.get(run) if f is not None else None
+        if rf is not None and rf.metric == metric:
+            best = tuple(_item(it, texts) for it in rf.best[:n])
+            worst = tuple(_item(it, texts) for it in rf.worst[:n])
+        else:
+            ev = cmp.evaluations[run]
+            vals = ev.values[metric].tolist()
+            scored = [(v, q) for q, v in zip(ev.query_ids, vals, strict=True) if not math.isnan(v)]
+            best = tuple(
+                QueryItem(q, query_texts.get(q), run, v) for v, q in sorted(scored, key=lambda t: (-t[0], t[1]))[:n]
+            )
+            worst = tuple(
+                QueryItem(q, query_texts.get(q), run, v) for v, q in sorted(scored, key=lambda t: (t[0], t[1]))[:n]
+            )
+        out.append(RunQueries(run=run, metric=metric, best=best, worst=worst))
+    return tuple(out)
+
+
+def _trend_series(trend: Any) -> tuple[TrendSeries, ...]:
+    if trend is None:
+        return ()
+    if isinstance(trend, TrendSeries):
+        return (trend,)
+    if isinstance(trend, Mapping):
+        out = []
+        for key, points in trend.items():
+            if isinstance(key, tuple):
+                metric, name = str(key[0]), (None if key[1] is None else str(key[1]))
+            else:
+                metric, name = str(key), None
+            out.append(TrendSeries(metric, name, tuple(_trend_point(p) for p in points)))
+        return tuple(out)
+    if isinstance(trend, Sequence) and not isinstance(trend, (str, bytes)):
+        if not all(isinstance(t, TrendSeries) for t in trend):
+            raise InputError(
+                "trend: expected {metric or (metric, name): [TrendPoint...]} or a list of TrendSeries, "
+                f"found a list with {type(next(t for t in trend if not isinstance(t, TrendSeries))).__name__}"
+            )
+        return tuple(trend)
+    raise InputError(
+        f"trend: expected a dict of metric -> points or a list of TrendSeries, found {type(trend).__name__}"
+    )
+
+
+def _trend_point(p: Any) -> TrendPoint:
+    if isinstance(p, TrendPoint):
+        return p
+    # rankbridge.store.TrendPoint (timestamp, record_id, mean) or any (timestamp, record_id, mean) tuple
+    try:
+        ts, rid, mean = p
+    except (TypeError, ValueError):
+        raise InputError(f"trend: expected (timestamp, record_id, mean) points, found {p!r}") from None
+    stamp = ts.isoformat() if isinstance(ts, datetime) else str(ts)
+    return TrendPoint(stamp, None if rid is None else int(rid), float(mean))
+
+
+def _doc_texts(
+    golden: GoldenSet | None, runs: Mapping[str, Run] | None, doc_texts: Mapping[str, str] | None
+) -> dict[str, str]:
+    texts: dict[str, str] = {}
+    if golden is not None and golden.corpus:
+        for doc, entry in golden.corpus.items():
+            text = entry.get("text") if isinstance(entry, Mapping) else None
+            if isinstance(text, str):
+                texts[doc] = text
+    if runs:
+        for run in runs.values():
+            if not isinstance(run, Run):
+                continue
+            for qid in run:
+                if run.is_scored(qid):
+                    continue
+                for hit in run.hits(qid):
+                    if hit.text is not None:
+                        texts.setdefault(hit.doc_id, hit.text)
+    if doc_texts:
+        texts.update(doc_texts)
+    return texts
+
+
+def _notes(cmp: Comparison, report_has_ragas: bool) -> tuple[str, ...]:
+    corr = "Holm-adjusted across all comparisons" if cmp.correction == "holm" else "not adjusted"
+    test = {"permutation": "a paired permutation test", "t": "a paired t-test", "wilcoxon": "a Wilcoxon signed-rank"}
+    notes = [
+        f"Every number is a mean over the same {cmp.num_queries} questions; a question a run missed or failed "
+        "on scores 0 (it is not dropped).",
+        f"Brackets are {cmp.level:.0%} confidence intervals (t below 30 questions, bootstrap from there when "
+        f"the method is 'auto'; here {cmp.ci_method}); a wide interval means few or very uneven questions.",
+        f"Differences are to the baseline '{cmp.baseline}', tested with {test.get(cmp.test, cmp.test)} on the "
+        f"per-question values; p-values are {corr}. 'significant' means adjusted p < {cmp.alpha:g}.",
+        "W/T/L counts the questions where a run scored higher than, the same as, or lower than the baseline; "
+        "d is Cohen's d_z (mean difference / its standard deviation).",
+        "Metrics follow trec_eval: precision@k divides by k, recall@k by all relevant chunks; unjudged chunks "
+        "count as not relevant.",
+    ]
+    if report_has_ragas:
+        notes.append(RAGAS_NOTE)
+    return tuple(notes)
+
+
+def build_report(
+    comparison: Comparison,
+    *,
+    failures: Failures | None = None,
+    slices: Mapping[str, SliceTable] | SliceTable | None = None,
+    trend: Mapping[Any, Sequence[Any]] | Sequence[TrendSeries] | None = None,
+    runs: Mapping[str, Run] | None = None,
+    qrels: Qrels | Mapping[str, Mapping[str, int]] | None = None,
+    golden: GoldenSet | None = None,
+    doc_texts: Mapping[str, str] | None = None,
+    title: str | None = None,
+    cutoffs: Sequence[int] = DEFAULT_CUTOFFS,
+    relevance_depth: int = 10,
+    by: str = "category",
+    k: int = 10,
+    n_queries: int = 5,
+    max_items: int = 10,
+    generated_at: str | datetime | None = None,
+    extra_warnings: Sequence[str] = (),
+) -> Report:
+    """Build a :class:`Report` from a comparison and whatever else is at hand.
+
+    Parameters
+    ----------
+    comparison:
+        From :func:`rankbridge.compare.compare` (one run is fine).
+    failures:
+        From :func:`rankbridge.compare.failures`; computed here when ``runs`` and judgments are given.
+    slices:
+        ``{run: SliceTable}`` (as :meth:`Comparison.slices` returns) or one run's table; computed here by
+        ``by`` when the golden set has categories (or the metadata field ``by``).
+    trend:
+        ``{metric: points}`` or ``{(metric, run name): points}``, points as returned by
+        :meth:`rankbridge.store.RunStore.trend`; or a list of :class:`TrendSeries`.
+    runs:
+        The runs themselves (``{name: Run}``): enables the failure lists and the chunk texts in them.
+    qrels:
+        Judgments for the failure lists (default: the golden set's).
+    golden:
+        The golden set (default: the comparison's): question texts, categories, and the corpus' texts.
+    doc_texts:
+        ``{doc id: text}``, to show what the top chunk of a failed question said.
+    title:
+        The report's title.
+    cutoffs:
+        Rank cut-offs of the "by rank cut-off" table; those deeper than every run's list are left out.
+    relevance_depth:
+        How many top results of each question the relevance profile counts.
+    by:
+        The slicing field when slices are computed here.
+    k:
+        The cut-off that defines a hit in the failure lists.
+    n_queries:
+        Length of the best and worst lists.
+    max_items:
+        At most this many questions are listed per failure list.
+    generated_at:
+        The time stamp to print (default: now, UTC); pass a fixed one for reproducible files.
+    extra_warnings:
+        More warnings to show (e.g. from loading a trend).
+
+    Returns
+    -------
+    Report
+
+    Examples
+    --------
+    >>> from rankbridge.compare import compare
+    >>> qrels = {"q1": {"a": 3, "b": 1}, "q2": {"c": 2}}
+    >>> cmp = compare({"bm25": {"q1": ["b", "a"], "q2": ["x", "c"]}}, qrels, ["hit_rate@1", "mrr@10"])
+    >>> report = build_report(cmp, generated_at="2024-05-01T00:00:00+00:00")
+    >>> [(h.metric, h.reading) for h in report.headlines]  # doctest: +NORMALIZE_WHITESPACE
+    [('hit_rate@1', '1 in 2 questions (1 of 2) get a relevant chunk in the top 1'),
+     ('mrr@10', 'the first relevant chunk typically sits around rank 1.3')]
+    >>> report.relevance.high_label, report.relevance.profiles[0].mean_by_rank
+    (3, (0.5, 2.5))
+    """
+    if not isinstance(comparison, Comparison):
+        raise InputError(f"comparison: expected a rankbridge Comparison, found {type(comparison).__name__}")
+    for pname, value in (("relevance_depth", relevance_depth), ("k", k), ("n_queries", n_queries)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(f"{pname} must be an int >= 1. Got {value!r} instead.")
+    if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0:
+        raise InputError(f"max_items must be an int >= 0. Got {max_items!r} instead.")
+    bad_k = [c for c in cutoffs if isinstance(c, bool) or not isinstance(c, int) or c < 1]
+    if bad_k or not cutoffs:
+        raise InputError(f"cutoffs must be ints >= 1. Got {list(cutoffs)!r} instead.")
+    gs = golden if golden is not None else comparison.golden
+    query_texts = gs.texts() if gs is not None else {}
+    texts = _doc_texts(gs, runs, doc_texts)
+    primary = comparison.metrics[0]
+
+    if failures is None and runs is not None:
+        judgments = qrels if qrels is not None else (gs.qrels if gs is not None else None)
+        if judgments is not None:
+            named = {name: runs[name] for name in comparison.runs if name in runs}
+            if named:
+                failures = compute_failures(
+                    named,
+                    judgments,
+                    golden=gs,
+                    evaluation={n: comparison.evaluations[n] for n in named},
+                    k=k,
+                    n_best=n_queries,
+                    metric=primary,
+                )
+    fail_sections: tuple[RunFailureSummary, ...] = ()
+    unsolved: tuple[QueryItem, ...] = ()
+    if failures is not None:
+        fail_sections, unsolved = _failure_sections(failures, texts, comparison.runs, max_items)
+
+    slice_tables: dict[str, SliceTable] = {}
+    if isinstance(slices, SliceTable):
+        slice_tables = {slices.run if slices.run in comparison.runs else comparison.runs[0]: slices}
+    elif slices is not None:
+        slice_tables = dict(slices)
+    elif gs is not None and any(
+        (q.category is not None) if by == "category" else (by in (q.metadata or {})) for q in gs.queries
+    ):
+        slice_tables = comparison.slices(by, golden=gs)
+
+    warnings = list(comparison.warnings) + [str(w) for w in extra_warnings]
+    weak = [pc for m in comparison.metrics for pc in comparison.paired[m].values() if pc.warning]
+    if weak:
+        total = sum(len(comparison.paired[m]) for m in comparison.metrics)
+        lowest = min(pc.power for pc in weak)
+        warnings.append(
+            f"{len(weak)} of {total} differences to the baseline are not significant, and {comparison.num_queries} "
+            f"questions are too few to detect differences of their size (power as low as {fmt_pct(lowest)}); "
+            "a non-significant difference here is not evidence of no difference"
+        )
+    categories = _categories(slice_tables, comparison.runs)
+    if categories is not None:
+        small = [row for row in categories.rows if row.warning]
+        if small:
+            listed = ", ".join(f"{row.name} (n={row.n})" for row in small[:8]) + (", ..." if len(small) > 8 else "")
+            warnings.append(
+                f"{len(small)} {categories.by} group(s) are small: {listed}; their intervals are wide and "
+                "differences within them are unreliable"
+            )
+    relevance = _relevance(comparison, relevance_depth)
+    if relevance is not None:
+        heavy = [
+            (p.run, p.shares["unjudged"])
+            for p in relevance.profiles
+            if not _nan(p.shares["unjudged"]) and p.shares["unjudged"] > UNJUDGED_WARNING
+        ]
+        if heavy:
+            listed = ", ".join(f"{run} {fmt_pct(share)}" for run, share in heavy)
+            warnings.append(
+                f"many of the top {relevance.depth} results are unjudged ({listed}) and count as not relevant; "
+                "judge them (rankbridge judge) before trusting small differences"
+            )
+    ragas = _ragas(comparison)
+
+    if generated_at is None:
+        stamp = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    elif isinstance(generated_at, datetime):
+        stamp = generated_at.isoformat()
+    else:
+        stamp = str(generated_at)
+    import rankbridge
+
+    qrels_name = None
+    if isinstance(qrels, Qrels):
+        qrels_name = qrels.name
+    elif gs is not None:
+        qrels_name = gs.qrels.name
+    if title is None:
+        title = "Retrieval report" + (f": {qrels_name}" if qrels_name and qrels_name != "qrels" else "")
+    return Report(
+        title=title,
+        generated_at=stamp,
+        rankbridge_version=rankbridge.__version__,
+        qrels_name=qrels_name,
+        num_queries=comparison.num_queries,
+        runs=comparison.runs,
+        baseline=comparison.baseline,
+        metrics=comparison.metrics,
+        settings=_settings(comparison),
+        headlines=_headlines(comparison),
+        strategies=_strategies(comparison),
+        cutoffs=_cutoffs(comparison, cutoffs),
+        categories=categories,
+        queries=_best_worst(comparison, primary, n_queries, query_texts, failures, texts),
+        failures=fail_sections,
+        unsolved=unsolved,
+        failures_k=failures.k if failures is not None else None,
+        trend=_trend_series(trend),
+        relevance=relevance,
+        ragas=ragas,
+        warnings=tuple(dict.fromkeys(warnings)),
+        notes=_notes(comparison, ragas is not None),
+    )
