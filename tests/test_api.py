@@ -78,3 +78,14 @@ def test_empty_run_scores_zero_without_exception() -> None:
     ev = rb.evaluate({"q": {"a": 1}}, {}, ["ndcg@10", "mrr"])
     assert ev.mean == {"ndcg@10": 0.0, "mrr": 0.0}
     assert ev.missing == ("q",)
+
+
+def test_plain_dict_run_nan_is_reported_on_every_path() -> None:
+    nan = float("nan")
+    # one judged doc retrieved (the fast path), the NaN on another doc or on the judged one
+    for scores in ({"d1": 0.5, "d2": nan}, {"d1": nan, "d2": 0.5}):
+        with pytest.raises(InputError, match=r"expected a numeric score, found NaN"):
+            rb.evaluate({"q1": {"d1": 1}}, {"q1": scores}, ["P@1"])
+    # several judged docs (the general path)
+    with pytest.raises(InputError, match=r"run\['q1'\]\['d3'\]: expected a numeric score, found NaN"):
+        rb.evaluate({"q1": {"d1": 1, "d2": 0}}, {"q1": {"d1": 0.5, "d2": 0.1, "d3": nan}}, ["P@1"])

@@ -209,11 +209,11 @@ def evaluate(
     if missing not in ("zero", "skip"):
         raise InputError(f"missing must be 'zero' or 'skip'. Got {missing!r} instead.")
     measures = tuple(parse_measures(metrics))
-    q = _as_qrels(qrels)
-    if isinstance(run, HitTable):
+    if isinstance(run, HitTable):  # already converted: the qrels are in the table
         table = run
         values = {str(m): compute(table, m) for m in measures}
         return Evaluation(measures, table.query_ids, values, missing_policy=missing, table=table)
+    q = _as_qrels(qrels)
     data, run_obj = _as_run_mapping(run)
     errors: Mapping[str, str] = run_obj.errors if run_obj is not None else {}
 
@@ -258,12 +258,12 @@ def _cached_table(
     single_precision: bool,
 ) -> HitTable:
     """Build the HitTable once per (run, qrels, queries, precision); Run objects keep it."""
-    if run_obj is None:
-        return build_table(qrels, data, query_ids, single_precision=single_precision)
+    if run_obj is None:  # the qrels' plain dict: cheaper lookups than through the Mapping wrapper
+        return build_table(qrels._data, data, query_ids, single_precision=single_precision)
     key = ("table", id(qrels), query_ids, single_precision)
     hit = run_obj._cache.get(key)
     if hit is not None and hit[0] is qrels:
         return hit[1]  # type: ignore[no-any-return]
-    table = build_table(qrels, data, query_ids, single_precision=single_precision)
+    table = build_table(qrels._data, data, query_ids, single_precision=single_precision)
     run_obj._cache[key] = (qrels, table)
     return table

@@ -117,6 +117,9 @@ class Qrels(Mapping[str, Mapping[str, int]]):
                 raise InputError(f"qrels[{qid!r}]: expected a mapping of doc id -> label, found {type(docs).__name__}")
             inner = clean.setdefault(q, {})
             for doc, label in docs.items():
+                if type(doc) is str and type(label) is int:  # the common case, checked without a call
+                    inner[doc] = label
+                    continue
                 where = f"qrels[{qid!r}][{doc!r}]"
                 inner[_check_id(doc, "doc id", where)] = _check_label(label, where)
         self._data = clean

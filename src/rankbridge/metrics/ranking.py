@@ -13,6 +13,7 @@ the same score and a larger doc id, as trec_eval breaks ties) instead of sorting
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -184,6 +185,25 @@ def _ranks_from_scores(
 ) -> np.ndarray:
     """1-based trec_eval ranks of ``docs`` (whose scores are ``found``) within ``scores_of``."""
     n = len(scores_of)
+    if len(found) == 1 and not single_precision:
+        # The common case (one judged doc retrieved, e.g. MS MARCO): plain ints, fewest numpy calls.
+        # struct reads a dict's float values about twice as fast as np.fromiter.
+        try:
+            packed = np.frombuffer(struct.pack(f"{n}d", *scores_of.values()), dtype=np.float64)
+        except struct.error:
+            pass  # a non-numeric score: the general path below names it
+        else:
+            s = float(found[0])
+            n_gt = int(np.count_nonzero(packed > s))
+            n_eq = int(np.count_nonzero(packed == s))
+            if n_eq == 0 or n_gt + n_eq + int(np.count_nonzero(packed < s)) != n:  # NaN compares false
+                bad = next(d for d, v in scores_of.items() if v != v)
+                raise InputError(f"run[{qid!r}][{bad!r}]: expected a numeric score, found NaN")
+            rank = n_gt + 1
+            if n_eq > 1:  # equal scores: trec_eval puts the larger doc id first
+                doc = docs[0]
+                rank += sum(1 for d, v in scores_of.items() if v == s and d > doc)
+            return np.array([rank], dtype=_INT)
     try:
         scores = np.fromiter(scores_of.values(), dtype=np.float64, count=n)
         mine = np.array(found, dtype=np.float64)
@@ -258,7 +278,7 @@ def build_table(
         n_ret[qi] = len(result)
         if not judged or not result:
             continue
-        if isinstance(result, Mapping):
+        if type(result) is dict or isinstance(result, Mapping):  # the exact-type test is the cheap one
             docs: list[str] = []
             found: list[float] = []
             labels: list[int] = []
