@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; loaded lazil
     from rankbridge import integrations
     from rankbridge.adapters import adapt
     from rankbridge.compare import Comparison, compare, failures, slices
+    from rankbridge.gate import GateResult, assert_retrieval_quality, gate
     from rankbridge.judge import Judge, generate_queries, judge_runs
     from rankbridge.retriever import Retriever, StaticRetriever
     from rankbridge.runner import RunSummary, arun_retriever, run_retriever, summarize
@@ -51,6 +52,9 @@ _LAZY = {
     "run_retriever": "rankbridge.runner",
     "summarize": "rankbridge.runner",
     "RunStore": "rankbridge.store",
+    "GateResult": "rankbridge.gate",
+    "assert_retrieval_quality": "rankbridge.gate",
+    "gate": "rankbridge.gate",
     "Judge": "rankbridge.judge",
     "generate_queries": "rankbridge.judge",
     "judge_runs": "rankbridge.judge",
@@ -75,6 +79,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "Comparison",
     "Evaluation",
+    "GateResult",
     "GoldenSet",
     "Hit",
     "InputError",
@@ -95,9 +100,11 @@ __all__ = [
     "__version__",
     "adapt",
     "arun_retriever",
+    "assert_retrieval_quality",
     "compare",
     "evaluate",
     "failures",
+    "gate",
     "generate_queries",
     "integrations",
     "judge_runs",

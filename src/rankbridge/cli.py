@@ -1,7 +1,7 @@
 """The ``rankbridge`` command.
 
-Exit codes: 0 success; 2 bad input or usage (the message says what and where); 3 incomplete (a judge or
-generation budget was reached, or some items failed); 130 interrupted.
+Exit codes: 0 success; 1 a quality gate failed (``rankbridge gate``); 2 bad input or usage (the message
+says what and where); 3 incomplete (a budget was reached, or some queries or items failed); 130 interrupted.
 Errors are printed as one message, never as a traceback.
 """
 
@@ -188,7 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
         "  rankbridge evaluate qrels.txt run.txt -m ndcg@10 --per-query --format trec\n"
         "  rankbridge metrics\n"
         "  rankbridge demo\n"
-        "exit codes: 0 ok, 2 bad input or usage, 3 incomplete (budget reached), 130 interrupted",
+        "exit codes: 0 ok, 1 gate failed, 2 bad input or usage, 3 incomplete (budget reached or some queries\n"
+        "failed), 130 interrupted",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
