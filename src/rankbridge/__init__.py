@@ -29,6 +29,7 @@ from rankbridge.types import GoldenSet, Hit, Qrels, Query, Run
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; loaded lazily at run time
     from rankbridge import integrations
     from rankbridge.adapters import adapt
+    from rankbridge.callbacks import capture
     from rankbridge.compare import Comparison, compare, failures, slices
     from rankbridge.gate import GateResult, assert_retrieval_quality, gate
     from rankbridge.judge import Judge, generate_queries, judge_runs
@@ -52,6 +53,7 @@ _LAZY = {
     "run_retriever": "rankbridge.runner",
     "summarize": "rankbridge.runner",
     "RunStore": "rankbridge.store",
+    "capture": "rankbridge.callbacks",
     "GateResult": "rankbridge.gate",
     "assert_retrieval_quality": "rankbridge.gate",
     "gate": "rankbridge.gate",
@@ -101,6 +103,7 @@ __all__ = [
     "adapt",
     "arun_retriever",
     "assert_retrieval_quality",
+    "capture",
     "compare",
     "evaluate",
     "failures",

@@ -1,0 +1,116 @@
+"""Live capture: record the retrievals a running app makes, then score them -- no change to the app.
+
+``rankbridge.callbacks.capture()`` attaches to LlamaIndex instrumentation and LangChain callbacks, lets
+the app run as usual, and hands back what each retriever returned as a :class:`rankbridge.Run`. Captured
+questions are matched to the golden set by id when the app passes one, else by their text.
+
+Runs offline with no API key: ``python examples/live_capture.py`` (needs ``pip install
+'rankbridge[llamaindex,langchain]' llama-index-retrievers-bm25 langchain-community rank-bm25``).
+``MockLLM`` stands in for the app's LLM.
+"""
+
+from __future__ import annotations
+
+from langchain_community.retrievers import BM25Retriever as LangChainBM25
+from langchain_core.documents import Document
+from langchain_core.runnables import Runnable, RunnableLambda
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import TextNode
+from llama_index.retrievers.bm25 import BM25Retriever
+
+import rankbridge as rb
+from rankbridge.callbacks import capture, query_id
+
+# -- a tiny golden set, shipped inline: documents, questions and graded judgments (2 = answers it) ------
+CORPUS = {
+    "d01": "Scurvy is caused by a lack of vitamin C; sailors on long voyages suffered bleeding gums.",
+    "d02": "Citrus fruits such as lemons and limes are rich in vitamin C and kept navy crews free of scurvy.",
+    "d03": "Rickets softens the bones of children and results from too little vitamin D or calcium.",
+    "d04": "Sunlight lets the skin produce vitamin D, which helps the body absorb calcium.",
+    "d05": "Beriberi is a thiamine deficiency, common where polished white rice is the staple food.",
+    "d06": "Night blindness is an early sign of vitamin A deficiency; carrots and liver supply vitamin A.",
+    "d07": "Iron deficiency anaemia makes people tired because red blood cells carry less oxygen.",
+    "d08": "Goitre, a swelling of the thyroid gland, is prevented by adding iodine to table salt.",
+    "d09": "Pellagra, caused by a lack of niacin, brings dermatitis, diarrhoea and dementia.",
+    "d10": "Folic acid taken before and during pregnancy lowers the risk of neural tube birth defects.",
+    "d11": "Vitamin K is needed for blood clotting; newborn babies receive an injection of it.",
+    "d12": "Calcium and vitamin D together keep the bones of older adults strong.",
+}
+QUESTIONS = {
+    "q01": "what causes scurvy",
+    "q02": "which fruit prevents scurvy",
+    "q03": "why do children get rickets",
+    "q04": "how does the skin make vitamin D",
+    "q05": "deficiency linked to eating white rice",
+    "q06": "vitamin A and night blindness",
+    "q07": "why is iodine added to salt",
+    "q08": "tired because of low iron",
+    "q09": "symptoms of niacin deficiency",
+    "q10": "supplement in pregnancy against birth defects",
+    "q11": "which vitamin helps blood clotting",
+    "q12": "keeping bones strong in old age",
+}
+QRELS = {
+    "q01": {"d01": 2, "d02": 1},
+    "q02": {"d02": 2, "d01": 1},
+    "q03": {"d03": 2, "d04": 1, "d12": 1},
+    "q04": {"d04": 2},
+    "q05": {"d05": 2},
+    "q06": {"d06": 2},
+    "q07": {"d08": 2},
+    "q08": {"d07": 2},
+    "q09": {"d09": 2},
+    "q10": {"d10": 2},
+    "q11": {"d11": 2},
+    "q12": {"d12": 2, "d03": 1},
+}
+
+
+def llamaindex_app() -> RetrieverQueryEngine:
+    """A question-answering app: BM25 retrieval, then an LLM (a mock here) writes the answer."""
+    nodes = [TextNode(id_=doc_id, text=text) for doc_id, text in CORPUS.items()]
+    return RetrieverQueryEngine.from_args(BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=5), llm=MockLLM())
+
+
+def join_contexts(found: list[Document]) -> str:
+    return "\n".join(d.page_content for d in found)
+
+
+def langchain_app() -> Runnable[str, str]:
+    """A LangChain chain: retrieve, then join the contexts into a prompt."""
+    docs = [Document(page_content=text, metadata={"doc_id": doc_id}) for doc_id, text in CORPUS.items()]
+    retriever = LangChainBM25.from_documents(docs, k=5)
+    return retriever | RunnableLambda(join_contexts)
+
+
+def main() -> None:
+    golden = rb.GoldenSet([rb.Query(q, t) for q, t in QUESTIONS.items()], rb.Qrels(QRELS), name="vitamins")
+
+    # 1. LlamaIndex: the app answers questions as it always does; capture records each retrieval inside.
+    engine = llamaindex_app()
+    with capture(golden=golden, frameworks=["llamaindex"], name="llamaindex-app") as cap:
+        for text in QUESTIONS.values():
+            engine.query(text)  # matched to the golden set by its text
+    li_run = cap.run
+    print("llamaindex capture:", {k: v for k, v in cap.summary().items() if k in ("queries", "matched_by_text")})
+
+    # 2. LangChain: here the app passes the golden query id (so rewritten or paraphrased questions still match).
+    chain = langchain_app()
+    with capture(golden=golden, frameworks=["langchain"], id_from="metadata:doc_id", name="langchain-app") as cap:
+        for qid, text in QUESTIONS.items():
+            with query_id(qid):
+                chain.invoke(text)
+    lc_run = cap.run
+    print("langchain capture:", {k: v for k, v in cap.summary().items() if k in ("queries", "matched_by_id")})
+
+    # 3. Captured runs are ordinary runs: evaluate, compare, save, report.
+    print()
+    for run in (li_run, lc_run):
+        ev = rb.evaluate(golden.qrels, run, ["ndcg@5", "recall@5"])
+        means = ", ".join(f"{m}={v:.3f}" for m, v in ev.mean.items())
+        print(f"{run.name}: {means} over {ev.num_queries} queries; latency of q01 {run.latency['q01'] * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

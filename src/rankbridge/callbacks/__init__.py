@@ -1,0 +1,427 @@
+"""Live capture: record the retrievals a running LlamaIndex or LangChain app makes, as a :class:`~rankbridge.Run`.
+
+``capture()`` attaches a handler to every installed framework (LlamaIndex instrumentation, LangChain
+callbacks), lets the application run as usual, and detaches on exit::
+
+    with rankbridge.callbacks.capture(golden=golden, id_from="ref_doc_id") as cap:
+        query_engine.query("What causes scurvy?")          # LlamaIndex, nested in a query engine
+        chain.invoke("what causes scurvy",                  # LangChain, nested in a chain
+                     config={"metadata": {"rankbridge_query_id": "q1"}})
+    rankbridge.evaluate(golden.qrels, cap.run, ["ndcg@10"])
+    cap.summary()        # matched by id / by text, unmatched, dropped, sampled out, internal errors
+
+Matching captured queries to the golden set
+-------------------------------------------
+1. By id, when the application passes one:
+
+   * any framework: ``with rankbridge.callbacks.query_id("q1"): app(...)`` (a context variable; it
+     follows ``await`` and tasks created inside the block, not threads started by hand);
+   * LangChain: ``config={"metadata": {"rankbridge_query_id": "q1"}}`` or the tag
+     ``"rankbridge_query_id=q1"``;
+   * LlamaIndex: ``with instrument_tags({"rankbridge_query_id": "q1"}):`` (from
+     ``llama_index_instrumentation.dispatcher``; LlamaIndex copies those tags onto every event).
+     ``QueryBundle`` has no metadata field, so a query engine call cannot carry the id by itself.
+
+2. Else by normalised text (:func:`normalize_query`: case, spacing, punctuation ignored).
+3. Else the query is kept under :func:`query_key` of its text and listed in :attr:`Capture.unmatched`.
+
+Records, lists and export
+-------------------------
+``cap.records`` are the raw :class:`CaptureRecord` objects (query, ids of the run, its parent and its
+trace, retriever class, ``retrieved`` and ``final`` hits, latency, error, ``nested`` retrievals).
+``cap.run`` is a ranked :class:`~rankbridge.Run` of the list the app used (``final`` when a reranker or
+node postprocessor changed it, else ``retrieved``); ``cap.to_run(stage="retrieved")`` gives the
+retriever's own lists. Export with ``cap.write_trec(path)`` / ``cap.write_jsonl(path)``, or keep it in
+the history store: ``RunStore(path).save(rankbridge.evaluate(qrels, cap.run, metrics), run=cap.run)``.
+
+Safety inside someone else's app
+--------------------------------
+Handlers never raise into the host (their failures are counted in ``cap.summary()["internal_errors"]``),
+never do I/O, hold a lock only to append a record, keep at most ``max_records`` records (the rest are
+counted as dropped), sample with ``sample_rate``, and return at their first line while
+``cap.enabled`` is ``False``. Results are turned into hits (doc ids resolved with ``id_from``) only when
+:attr:`Capture.run` or :attr:`Capture.records` is read. Records keep references to the framework's
+result objects until then; scores are copied when the retrieval ends.
+
+Examples
+--------
+The framework-free parts (the frameworks are exercised in ``tests/test_capture_*.py``):
+
+>>> with capture(frameworks=(), golden={"q1": "What causes scurvy?"}) as cap:
+...     pass
+>>> cap.attached, len(cap.run), cap.summary()["missing"]
+((), 0, ['q1'])
+>>> normalize_query("What causes SCURVY?")
+'what causes scurvy'
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Literal
+
+from rankbridge.callbacks._recorder import (
+    QUERY_ID_KEY,
+    CaptureRecord,
+    QueryMatcher,
+    Recorder,
+    current_query_id,
+    normalize_query,
+    query_id,
+    query_key,
+)
+from rankbridge.errors import InputError, MissingExtraError
+from rankbridge.retriever import IdSpec
+from rankbridge.types import GoldenSet, Query, Run
+
+__all__ = [
+    "QUERY_ID_KEY",
+    "Capture",
+    "CaptureRecord",
+    "QueryMatcher",
+    "Recorder",
+    "capture",
+    "current_query_id",
+    "normalize_query",
+    "query_id",
+    "query_key",
+]
+
+_FRAMEWORKS: dict[str, tuple[str, str, str]] = {
+    # name: (module to look for, pip package, rankbridge extra)
+    "llamaindex": ("llama_index.core", "llama-index-core", "llamaindex"),
+    "langchain": ("langchain_core", "langchain-core", "langchain"),
+}
+
+Stage = Literal["final", "retrieved"]
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _attach(framework: str, recorder: Recorder, trace: bool) -> Callable[[], None]:
+    if framework == "llamaindex":
+        from rankbridge.callbacks import llamaindex
+
+        return llamaindex.attach(recorder)
+    from rankbridge.callbacks import langchain
+
+    return langchain.attach(recorder, trace=trace)
+
+
+class Capture:
+    """Records retrievals while attached; reads them back as a :class:`~rankbridge.Run`.
+
+    Build it with :func:`capture`. Use it as a context manager, or call :meth:`start` and :meth:`stop`
+    around a long-running app.
+
+    Attributes
+    ----------
+    recorder:
+        The :class:`Recorder` the handlers write to (counters: ``dropped``, ``sampled_out``,
+        ``internal_errors``).
+    matcher:
+        The :class:`QueryMatcher` built from the golden set.
+    attached:
+        The frameworks the handlers are attached to right now.
+    """
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        matcher: QueryMatcher,
+        *,
+        frameworks: Sequence[str],
+        name: str = "capture",
+        trace: bool = True,
+    ) -> None:
+        self.recorder = recorder
+        self.trace = trace
+        self.matcher = matcher
+        self.name = name
+        self._frameworks = tuple(frameworks)
+        self._detach: list[tuple[str, Callable[[], None]]] = []
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> Capture:
+        """Attach the handlers (idempotent)."""
+        if self._detach:
+            return self
+        try:
+            for fw in self._frameworks:
+                self._detach.append((fw, _attach(fw, self.recorder, self.trace)))
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Detach every handler; the records stay readable."""
+        while self._detach:
+            _, detach = self._detach.pop()
+            detach()
+
+    def __enter__(self) -> Capture:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def attached(self) -> tuple[str, ...]:
+        """The frameworks the handlers are attached to."""
+        return tuple(fw for fw, _ in self._detach)
+
+    @property
+    def enabled(self) -> bool:
+        """While ``False`` the handlers stay attached but record nothing (a paused capture)."""
+        return self.recorder.enabled
+
+    @enabled.setter
+    def enabled(self, value: bool) -> None:
+        self.recorder.enabled = bool(value)
+
+    # -- reading --------------------------------------------------------------------------------
+    @property
+    def records(self) -> list[CaptureRecord]:
+        """The raw records (top-level retrievals; nested ones under ``record.nested``), in finish order."""
+        return self.recorder.records
+
+    def _assign(self) -> list[tuple[CaptureRecord, str, str]]:
+        return [(r, *self.matcher.match(r.query, r.query_id)) for r in self.recorder.records]
+
+    def to_run(self, *, stage: Stage = "final", name: str | None = None) -> Run:
+        """The captured retrievals as a ranked :class:`~rankbridge.Run`, one entry per query id.
+
+        Parameters
+        ----------
+        stage:
+            ``"final"`` (default): the list the application used -- after a reranker or node
+            postprocessor when there was one. ``"retrieved"``: what the retriever itself returned.
+        name:
+            The run's name (default: the capture's name).
+
+        Notes
+        -----
+        A query asked more than once keeps its first capture (later ones are counted in
+        ``summary()["repeats"]``). A retrieval that raised, or whose results had no doc id under
+        ``id_from``, is an error of the run (it scores 0).
+        """
+        if stage not in ("final", "retrieved"):
+            raise InputError(f"stage must be 'final' or 'retrieved'. Got {stage!r} instead.")
+        run = Run(name=name or self.name, config=self._config(stage))
+        for record, qid, _ in self._assign():
+            if qid in run or qid in run.errors:
+                continue
+            if record.error is not None:
+                run.add_error(qid, f"retrieval failed: {record.error}", latency=record.latency)
+                continue
+            hits = record.retrieved if stage == "retrieved" else record.hits
+            problem = record.resolve_error
+            if problem is not None:
+                run.add_error(qid, f"captured results have no usable doc id: {problem}", latency=record.latency)
+                continue
+            run.add(qid, hits, latency=record.latency)
+        return run
+
+    @property
+    def run(self) -> Run:
+        """:meth:`to_run` with the defaults: the final lists, named after the capture."""
+        return self.to_run()
+
+    @property
+    def queries(self) -> dict[str, str]:
+        """``{query_id: captured query text}`` of the run's queries (first capture of each id)."""
+        out: dict[str, str] = {}
+        for record, qid, _ in self._assign():
+            out.setdefault(qid, record.query)
+        return out
+
+    @property
+    def unmatched(self) -> list[str]:
+        """Query texts that matched no golden-set query (by id or text), in capture order, once each."""
+        seen: dict[str, None] = {}
+        for record, _, how in self._assign():
+            if how in ("unmatched", "unknown_id"):
+                seen.setdefault(record.query, None)
+        return list(seen)
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for a report: what was captured, how it matched, and what was lost.
+
+        Keys: ``records``, ``queries``, ``matched_by_id``, ``matched_by_text``, ``unmatched``,
+        ``unknown_ids`` (ids the app passed that the golden set lacks), ``missing`` (golden ids never
+        seen), ``repeats``, ``errors``, ``resolve_errors``, ``reranked`` (records whose final list
+        differs), ``dropped``, ``sampled_out``, ``internal_errors``, ``last_internal_error``,
+        ``frameworks``.
+        """
+        assigned = self._assign()
+        seen: set[str] = set()
+        counts = {"id": 0, "text": 0, "unmatched": 0, "unknown_id": 0}
+        repeats = errors = resolve_errors = reranked = 0
+        unknown: dict[str, None] = {}
+        for record, qid, how in assigned:
+            if qid in seen:
+                repeats += 1
+                continue
+            seen.add(qid)
+            counts[how] += 1
+            if how == "unknown_id":
+                unknown.setdefault(qid, None)
+            if record.error is not None:
+                errors += 1
+            elif record.resolve_error is not None:
+                resolve_errors += 1
+            elif record.final is not None:
+                reranked += 1
+        rec = self.recorder
+        return {
+            "records": len(assigned),
+            "queries": len(seen),
+            "matched_by_id": counts["id"],
+            "matched_by_text": counts["text"],
+            "unmatched": counts["unmatched"],
+            "unknown_ids": list(unknown),
+            "missing": [q for q in self.matcher.golden_ids() if q not in seen],
+            "repeats": repeats,
+            "errors": errors,
+            "resolve_errors": resolve_errors,
+            "reranked": reranked,
+            "dropped": rec.dropped,
+            "sampled_out": rec.sampled_out,
+            "internal_errors": rec.internal_errors,
+            "last_internal_error": rec.last_internal_error,
+            "frameworks": list(self._frameworks),
+        }
+
+    def _config(self, stage: str) -> dict[str, Any]:
+        rec = self.recorder
+        return {
+            "source": "capture",
+            "stage": stage,
+            "frameworks": list(self._frameworks),
+            "sample_rate": rec.sample_rate,
+            "max_records": rec.max_records,
+            "dropped": rec.dropped,
+            "sampled_out": rec.sampled_out,
+            "id_from": rec.id_from if isinstance(rec.id_from, (str, type(None))) else repr(rec.id_from),
+        }
+
+    # -- export ---------------------------------------------------------------------------------
+    def write_trec(self, path: str | os.PathLike[str], *, stage: Stage = "final", tag: str | None = None) -> None:
+        """Write the run as a TREC run file (rank order kept; see :func:`rankbridge.io.write_run`)."""
+        from rankbridge.io.trec import write_run
+
+        write_run(self.to_run(stage=stage), path, tag=tag)
+
+    def write_jsonl(self, path: str | os.PathLike[str], *, stage: Stage = "final") -> None:
+        """Write the run as JSON Lines with texts, latencies and errors (:func:`rankbridge.io.write_run_jsonl`)."""
+        from rankbridge.io.jsonl import write_run_jsonl
+
+        write_run_jsonl(self.to_run(stage=stage), path)
+
+    def clear(self) -> None:
+        """Forget every record and reset the counters (the handlers stay attached)."""
+        self.recorder.clear()
+
+    def __repr__(self) -> str:
+        rec = self.recorder
+        return (
+            f"Capture(name={self.name!r}, attached={self.attached}, records={len(rec.records)}, "
+            f"dropped={rec.dropped}, internal_errors={rec.internal_errors})"
+        )
+
+
+def capture(
+    golden: GoldenSet | Iterable[Query] | Mapping[str, str] | None = None,
+    *,
+    id_from: IdSpec | None = None,
+    doc_map: Mapping[str, str] | Callable[[str], str | None] | None = None,
+    sample_rate: float = 1.0,
+    max_records: int = 10_000,
+    keep_text: bool = True,
+    frameworks: str | Sequence[str] = "auto",
+    name: str = "capture",
+    seed: int | None = None,
+    trace: bool = True,
+) -> Capture:
+    """Record the retrievals of a running LlamaIndex / LangChain app; use as ``with capture() as cap:``.
+
+    Parameters
+    ----------
+    golden:
+        Golden-set queries to match captured queries to (a :class:`~rankbridge.GoldenSet`, a list of
+        :class:`~rankbridge.Query`, or ``{query_id: text}``); ``None`` keeps the ids the app passes and
+        names other queries by :func:`query_key` of their text.
+    id_from:
+        Where a result's doc id comes from: ``"id"`` (default: LlamaIndex ``node_id``, LangChain
+        ``Document.id``), ``"ref_doc_id"``, ``"metadata:KEY"``, ``"content_hash"``, a callable, or a list
+        tried in order (see :mod:`rankbridge.retriever`).
+    doc_map:
+        Chunk id -> document id, for qrels that judge whole documents.
+    sample_rate:
+        Fraction of top-level retrievals to record, in (0, 1].
+    max_records:
+        Keep at most this many records; later ones are counted in ``summary()["dropped"]``.
+    keep_text:
+        Keep result texts in the hits (RAGAS needs them).
+    frameworks:
+        ``"auto"`` (every installed one of ``"llamaindex"``, ``"langchain"``), or the names to attach to;
+        naming a framework that is not installed raises :class:`~rankbridge.MissingExtraError`.
+    name:
+        The name of the captured run.
+    seed:
+        Seed for the sampling decisions.
+    trace:
+        LangChain: follow chain and tool runs so that each record has the id of its outermost run
+        (``trace_id``). ``False`` skips those events, which costs less on long chains (see
+        docs/benchmarks.md); ``trace_id`` is then ``None``. LlamaIndex always tracks spans (they also give
+        the final list, nesting and errors).
+
+    Returns
+    -------
+    Capture
+        Not attached yet: ``with`` (or :meth:`Capture.start`) attaches it.
+
+    Examples
+    --------
+    >>> cap = capture(frameworks=(), sample_rate=0.5, max_records=100)
+    >>> cap.recorder.sample_rate, cap.recorder.max_records
+    (0.5, 100)
+    >>> capture(frameworks=["tensorflow"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rankbridge.errors.InputError: frameworks must be 'auto' or a list of ... Got 'tensorflow' instead.
+    """
+    if isinstance(frameworks, str):
+        if frameworks != "auto":
+            frameworks = [frameworks]
+        else:
+            frameworks = [fw for fw, (module, _, _) in _FRAMEWORKS.items() if _installed(module)]
+    chosen: list[str] = []
+    for fw in frameworks:
+        if fw not in _FRAMEWORKS:
+            raise InputError(f"frameworks must be 'auto' or a list of 'llamaindex', 'langchain'. Got {fw!r} instead.")
+        module, package, extra = _FRAMEWORKS[fw]
+        if not _installed(module):
+            raise MissingExtraError(package, extra, f"capture(frameworks=[{fw!r}])")
+        if fw not in chosen:
+            chosen.append(fw)
+    recorder = Recorder(
+        max_records=max_records,
+        sample_rate=sample_rate,
+        id_from=id_from,
+        doc_map=doc_map,
+        keep_text=keep_text,
+        seed=seed,
+    )
+    return Capture(recorder, QueryMatcher(golden), frameworks=chosen, name=name, trace=trace)

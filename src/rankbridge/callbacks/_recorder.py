@@ -1,0 +1,623 @@
+"""The framework-free core of live capture: records, the bounded recorder, and query matching.
+
+Handlers (:mod:`rankbridge.callbacks.llamaindex`, :mod:`rankbridge.callbacks.langchain`) run inside the
+host application, on its threads and its event loop. Everything they call here is therefore
+
+* cheap -- no I/O, no framework object is converted on the hot path (a record keeps a snapshot of the
+  result list and is turned into :class:`~rankbridge.Hit` objects only when the run is read);
+* bounded -- at most ``max_records`` records are kept, later ones are counted in
+  :attr:`Recorder.dropped`;
+* thread- and task-safe -- one short lock guards the record list and the counters, never held
+  across a call into user code;
+* never raising -- :func:`guarded` wraps every handler method, so a failure of rankbridge's own
+  bookkeeping is counted in :attr:`Recorder.internal_errors` and the host carries on.
+
+Examples
+--------
+>>> rec = Recorder(max_records=1)
+>>> r = CaptureRecord(framework="test", query="What causes scurvy?", run_id="r1", retriever="Static")
+>>> r.set_items([{"id": "d1", "score": 2.0}, {"id": "d2", "score": 1.0}])
+>>> rec.add(r), rec.add(r)
+(True, False)
+>>> rec.dropped
+1
+>>> [h.doc_id for h in rec.records[0].retrieved]
+['d1', 'd2']
+>>> normalize_query("  What causes   SCURVY? ")
+'what causes scurvy'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import hashlib
+import random
+import threading
+import time
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from types import MappingProxyType
+from typing import Any, ParamSpec, TypeVar
+
+from rankbridge.errors import InputError, RankbridgeError
+from rankbridge.retriever import IdSpec, normalize_hits
+from rankbridge.types import GoldenSet, Hit, Query
+
+__all__ = [
+    "QUERY_ID_KEY",
+    "CaptureRecord",
+    "QueryMatcher",
+    "Recorder",
+    "current_query_id",
+    "guarded",
+    "normalize_query",
+    "query_id",
+    "query_key",
+]
+
+#: The metadata key (LangChain ``config={"metadata": {...}}``, LlamaIndex ``instrument_tags``) and tag
+#: prefix (LangChain ``tags=["rankbridge_query_id=q7"]``) that carry a golden-set query id.
+QUERY_ID_KEY = "rankbridge_query_id"
+
+_current_query_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("rankbridge_query_id", default=None)
+
+_NO_TAGS: Mapping[str, Any] = MappingProxyType({})
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@contextmanager
+def query_id(qid: str) -> Iterator[None]:
+    """Tag every retrieval made inside the block with a golden-set query id (any framework).
+
+    The id lives in a :mod:`contextvars` variable, so it follows the code into ``await`` and into
+    tasks created inside the block, but not into threads started by hand (set it inside the thread).
+
+    Examples
+    --------
+    >>> with query_id("q7"):
+    ...     current_query_id()
+    'q7'
+    >>> current_query_id() is None
+    True
+    """
+    if not isinstance(qid, str) or not qid:
+        raise InputError(f"query_id must be a non-empty str. Got {qid!r} instead.")
+    token = _current_query_id.set(qid)
+    try:
+        yield
+    finally:
+        _current_query_id.reset(token)
+
+
+def current_query_id() -> str | None:
+    """The id set by the innermost :func:`query_id` block, or ``None``."""
+    return _current_query_id.get()
+
+
+def guarded(method: Callable[P, R]) -> Callable[P, R | None]:
+    """Wrap a handler method so that no exception of ours reaches the host application.
+
+    The exception is counted on ``self._recorder`` (:meth:`Recorder.internal_error`) and ``None`` is
+    returned. ``KeyboardInterrupt`` and ``SystemExit`` still propagate.
+
+    Examples
+    --------
+    >>> class H:
+    ...     def __init__(self):
+    ...         self._recorder = Recorder()
+    ...     @guarded
+    ...     def on_event(self):
+    ...         raise RuntimeError("bookkeeping bug")
+    >>> h = H()
+    >>> h.on_event() is None, h._recorder.internal_errors
+    (True, 1)
+    """
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | None:
+        try:
+            return method(*args, **kwargs)
+        except Exception as exc:
+            # even if the counting fails, stay silent: the host comes first
+            with contextlib.suppress(Exception):
+                args[0]._recorder.internal_error(method.__name__, exc)  # type: ignore[attr-defined]
+            return None
+
+    return wrapper
+
+
+def normalize_query(text: str) -> str:
+    """The form used to match a captured query to a golden-set query by text.
+
+    Unicode NFKC, case folded, punctuation removed, whitespace collapsed.
+
+    Examples
+    --------
+    >>> normalize_query("Qu'est-ce que   le SCORBUT ?")
+    'quest ce que le scorbut'
+    """
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    chars = []
+    for ch in folded:
+        cat = unicodedata.category(ch)
+        if cat[0] == "P":
+            chars.append(" " if ch in "-_/" else "")
+        else:
+            chars.append(ch)
+    return " ".join("".join(chars).split())
+
+
+def query_key(text: str) -> str:
+    """The query id given to a captured query that no golden-set query matches.
+
+    ``"q:"`` and 12 hex digits of the SHA-256 of :func:`normalize_query` of the text, so the same
+    question asked twice (or with other spacing and case) gets the same id.
+
+    Examples
+    --------
+    >>> query_key("What causes scurvy?") == query_key("what causes  scurvy")
+    True
+    >>> query_key("What causes scurvy?")
+    'q:6073f433fe96'
+    """
+    return "q:" + hashlib.sha256(normalize_query(text).encode("utf-8")).hexdigest()[:12]
+
+
+class CaptureRecord:
+    """One captured retrieval, as the framework reported it.
+
+    Attributes
+    ----------
+    framework:
+        ``"llamaindex"`` or ``"langchain"``.
+    query:
+        The query text the retriever received.
+    run_id:
+        The framework's id of this retrieval (LlamaIndex span id, LangChain run id).
+    retriever:
+        The retriever's class (or run) name.
+    query_id:
+        The golden-set id the application passed, if any (see :func:`query_id`).
+    parent_id:
+        The id of the span or run that called the retriever (query engine, chain, tool...).
+    trace_id:
+        The id of the outermost span or run of the same request.
+    started:
+        Wall-clock start time (``time.time()``).
+    latency:
+        Seconds the retriever took (``time.perf_counter`` difference).
+    error:
+        ``"ExceptionType: message"`` when the retriever raised.
+    nested:
+        Retrievals made inside this one (the base retriever of a reranking or fusion retriever).
+    tags:
+        Framework tags and metadata seen at the start (small scalar values only).
+
+    Notes
+    -----
+    Ids are kept as the framework gave them (LangChain ``UUID`` objects) and turned into strings when
+    read: formatting a UUID costs about 2 µs, three times per retrieval, on the host's call path.
+    """
+
+    __slots__ = (
+        "_cache",
+        "_final_items",
+        "_final_scores",
+        "_is_nested",
+        "_items",
+        "_parent_id",
+        "_resolve",
+        "_run_id",
+        "_scores",
+        "_t0",
+        "_trace_id",
+        "error",
+        "framework",
+        "latency",
+        "nested",
+        "query",
+        "query_id",
+        "retriever",
+        "started",
+        "tags",
+    )
+
+    def __init__(
+        self,
+        *,
+        framework: str,
+        query: str,
+        run_id: Any,
+        retriever: str,
+        query_id: str | None = None,
+        parent_id: Any = None,
+        trace_id: Any = None,
+        started: float = 0.0,
+        tags: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.framework = framework
+        self.query = query
+        self._run_id = run_id
+        self.retriever = retriever
+        self.query_id = query_id
+        self._parent_id = parent_id
+        self._trace_id = trace_id
+        self.started = started
+        self.latency: float | None = None
+        self.error: str | None = None
+        # allocations are kept few on the host's call path: each one brings garbage collections closer
+        self.nested: Sequence[CaptureRecord] = ()
+        self.tags: Mapping[str, Any] = tags if tags is not None else _NO_TAGS
+        self._items: list[Any] | None = None
+        self._scores: list[Any] | None = None
+        self._final_items: list[Any] | None = None
+        self._final_scores: list[Any] | None = None
+        self._resolve: Callable[[list[Any]], tuple[list[Hit], list[str]]] | None = None
+        self._cache: dict[str, Any] | None = None
+        self._t0 = 0.0
+        self._is_nested = False
+
+    @property
+    def run_id(self) -> str:
+        """The framework's id of this retrieval."""
+        return str(self._run_id)
+
+    @property
+    def parent_id(self) -> str | None:
+        """The id of the calling span or run, if any."""
+        return None if self._parent_id is None else str(self._parent_id)
+
+    @property
+    def trace_id(self) -> str | None:
+        """The id of the outermost span or run of the same request."""
+        return None if self._trace_id is None else str(self._trace_id)
+
+    def __repr__(self) -> str:
+        return (
+            f"CaptureRecord(framework={self.framework!r}, query={self.query!r}, retriever={self.retriever!r}, "
+            f"query_id={self.query_id!r}, run_id={self.run_id!r}, latency={self.latency!r}, error={self.error!r}, "
+            f"nested={len(self.nested)})"
+        )
+
+    # -- filled in by handlers (cheap: list copies of references and score snapshots) --------------
+    def set_items(self, items: Iterable[Any], scores: list[Any] | None = None) -> None:
+        """Keep the retrieved list (rank order): framework objects, or objects plus a snapshot of scores.
+
+        ``scores`` (one per item) are paired with ``item.node`` (LlamaIndex ``NodeWithScore``) or the
+        item itself when the hits are built; rerankers mutate scores in place, so handlers copy them.
+        """
+        self._items = list(items)
+        self._scores = scores
+        self._cache = None
+
+    def set_final(self, items: Iterable[Any], scores: list[Any] | None = None) -> None:
+        """Keep the list that reached the application after post-processing (reranking, filtering)."""
+        self._final_items = list(items)
+        self._final_scores = scores
+        self._cache = None
+
+    def add_nested(self, record: CaptureRecord) -> None:
+        """Attach a retrieval made inside this one."""
+        if isinstance(self.nested, list):
+            self.nested.append(record)
+        else:
+            self.nested = [record]
+
+    def promote_nested(self) -> None:
+        """A wrapper around exactly one retriever: its list becomes ``retrieved``, this one's ``final``."""
+        if len(self.nested) == 1 and self.nested[0]._items is not None:
+            inner = self.nested[0]
+            self._final_items, self._final_scores = self._items, self._scores
+            self._items, self._scores = inner._items, inner._scores
+            self._cache = None
+
+    # -- read side (may be slow: resolves doc ids) --------------------------------------------------
+    def _hits(self, which: str) -> list[Hit]:
+        cache = self._cache
+        if cache is None:
+            cache = self._cache = {}
+        if which in cache:
+            return cache[which]  # type: ignore[no-any-return]
+        if which == "retrieved":
+            items, scores = self._items, self._scores
+        else:
+            items, scores = self._final_items, self._final_scores
+        hits: list[Hit] = []
+        notes: list[str] = []
+        if items is not None:
+            if scores is not None:
+                items = [(getattr(i, "node", i), sc) for i, sc in zip(items, scores, strict=False)]
+            resolve = self._resolve or _default_resolve
+            try:
+                hits, notes = resolve(items)
+            except RankbridgeError as exc:
+                cache[which + ":error"] = str(exc)
+        cache[which] = hits
+        cache[which + ":notes"] = notes
+        return hits
+
+    @property
+    def retrieved(self) -> list[Hit]:
+        """What the retriever returned, as hits in rank order."""
+        return self._hits("retrieved")
+
+    @property
+    def final(self) -> list[Hit] | None:
+        """What reached the application after a reranker or node postprocessor changed the list.
+
+        ``None`` when nothing changed it (or the framework does not report it).
+        """
+        if self._final_items is None:
+            return None
+        final = self._hits("final")
+        retrieved = self.retrieved
+        if [(h.doc_id, h.score) for h in final] == [(h.doc_id, h.score) for h in retrieved]:
+            return None
+        return final
+
+    @property
+    def hits(self) -> list[Hit]:
+        """The list the application used: :attr:`final` when there is one, else :attr:`retrieved`."""
+        final = self.final
+        return self.retrieved if final is None else final
+
+    @property
+    def resolve_error(self) -> str | None:
+        """Why the doc ids of the results could not be read (see ``id_from``), or ``None``."""
+        self._hits("retrieved")
+        if self._final_items is not None:
+            self._hits("final")
+        cache = self._cache or {}
+        return cache.get("retrieved:error") or cache.get("final:error")
+
+    @property
+    def notes(self) -> list[str]:
+        """Notes from doc-id resolution (content hashes used, chunks collapsed to documents)."""
+        self._hits("retrieved")
+        return list((self._cache or {}).get("retrieved:notes", []))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly view: ids, scores, timing and errors (texts left out).
+
+        Examples
+        --------
+        >>> r = CaptureRecord(framework="test", query="q", run_id="r1", retriever="Static")
+        >>> r.set_items(["d1"])
+        >>> r.to_dict()["retrieved"]
+        [['d1', None]]
+        """
+        final = self.final
+        return {
+            "framework": self.framework,
+            "query": self.query,
+            "query_id": self.query_id,
+            "run_id": self.run_id,
+            "parent_id": self.parent_id,
+            "trace_id": self.trace_id,
+            "retriever": self.retriever,
+            "started": self.started,
+            "latency": self.latency,
+            "error": self.error,
+            "resolve_error": self.resolve_error,
+            "retrieved": [[h.doc_id, h.score] for h in self.retrieved],
+            "final": None if final is None else [[h.doc_id, h.score] for h in final],
+            "nested": [n.to_dict() for n in self.nested],
+        }
+
+
+def _default_resolve(items: list[Any]) -> tuple[list[Hit], list[str]]:
+    return normalize_hits(items, k=max(len(items), 1))
+
+
+class Recorder:
+    """A bounded, sampled, thread-safe store of :class:`CaptureRecord` objects.
+
+    Parameters
+    ----------
+    max_records:
+        Keep at most this many top-level records; later ones are counted in :attr:`dropped`.
+    sample_rate:
+        Fraction of top-level retrievals recorded (0 < rate <= 1); the others are counted in
+        :attr:`sampled_out`. Retrievals nested in a sampled one are always kept with it.
+    id_from, doc_map, keep_text:
+        How results become hits (see :func:`rankbridge.retriever.normalize_hits`), applied when the
+        records are read, never inside the host's call.
+    seed:
+        Seed of the sampling generator, for reproducible sampling.
+
+    Attributes
+    ----------
+    enabled:
+        When ``False`` handlers return at their first line (a paused capture).
+    dropped, sampled_out, internal_errors:
+        Counters; ``last_internal_error`` keeps the text of the latest internal error.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_records: int = 10_000,
+        sample_rate: float = 1.0,
+        id_from: IdSpec | None = None,
+        doc_map: Mapping[str, str] | Callable[[str], str | None] | None = None,
+        keep_text: bool = True,
+        seed: int | None = None,
+    ) -> None:
+        if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
+            raise InputError(f"max_records must be an int >= 1. Got {max_records!r} instead.")
+        if (
+            isinstance(sample_rate, bool)
+            or not isinstance(sample_rate, (int, float))
+            or not 0.0 < float(sample_rate) <= 1.0
+        ):
+            raise InputError(f"sample_rate must be a float in (0, 1]. Got {sample_rate!r} instead.")
+        # validate id_from now, not inside the host's call
+        normalize_hits([], k=1, id_from=id_from)
+        self.max_records = max_records
+        self.sample_rate = float(sample_rate)
+        self.id_from = id_from
+        self.doc_map = doc_map
+        self.keep_text = keep_text
+        self.enabled = True
+        self.dropped = 0
+        self.sampled_out = 0
+        self.internal_errors = 0
+        self.last_internal_error: str | None = None
+        self._records: list[CaptureRecord] = []
+        self._lock = threading.Lock()
+        self._random = random.Random(seed)
+        self.resolve: Callable[[list[Any]], tuple[list[Hit], list[str]]] = functools.partial(
+            _resolve_items, id_from=id_from, doc_map=doc_map, keep_text=keep_text
+        )
+
+    def admit(self) -> bool:
+        """Decide whether a new top-level retrieval is recorded (sampling, then the cap)."""
+        if self.sample_rate < 1.0 and self._random.random() >= self.sample_rate:
+            with self._lock:
+                self.sampled_out += 1
+            return False
+        if len(self._records) >= self.max_records:
+            with self._lock:
+                self.dropped += 1
+            return False
+        return True
+
+    def add(self, record: CaptureRecord) -> bool:
+        """Keep a finished top-level record; ``False`` (and one more :attr:`dropped`) when full."""
+        record._resolve = self.resolve
+        if record.nested:
+            stack = list(record.nested)
+            while stack:
+                r = stack.pop()
+                r._resolve = self.resolve
+                stack.extend(r.nested)
+        with self._lock:
+            if len(self._records) >= self.max_records:
+                self.dropped += 1
+                return False
+            self._records.append(record)
+            return True
+
+    def internal_error(self, where: str, exc: BaseException) -> None:
+        """Count a failure of rankbridge's own bookkeeping (never raised into the host)."""
+        with self._lock:
+            self.internal_errors += 1
+            self.last_internal_error = f"{where}: {type(exc).__name__}: {exc}"
+
+    @property
+    def records(self) -> list[CaptureRecord]:
+        """A snapshot of the kept top-level records, in the order they finished."""
+        with self._lock:
+            return list(self._records)
+
+    def clear(self) -> None:
+        """Forget every record and reset the counters."""
+        with self._lock:
+            self._records.clear()
+            self.dropped = self.sampled_out = self.internal_errors = 0
+            self.last_internal_error = None
+
+
+def _resolve_items(
+    items: list[Any],
+    *,
+    id_from: IdSpec | None,
+    doc_map: Mapping[str, str] | Callable[[str], str | None] | None,
+    keep_text: bool,
+) -> tuple[list[Hit], list[str]]:
+    return normalize_hits(items, k=max(len(items), 1), id_from=id_from, doc_map=doc_map, keep_text=keep_text)
+
+
+class QueryMatcher:
+    """Map captured queries to golden-set query ids: by the id the app passed, else by normalised text.
+
+    Parameters
+    ----------
+    golden:
+        A :class:`~rankbridge.GoldenSet`, a list of :class:`~rankbridge.Query`, ``{query_id: text}``, or
+        ``None`` (every query keeps the id it was given, or gets :func:`query_key` of its text).
+
+    Examples
+    --------
+    >>> m = QueryMatcher({"q1": "What causes scurvy?"})
+    >>> m.match("what causes scurvy", None), m.match("anything", "q1"), m.match("new question", None)
+    (('q1', 'text'), ('q1', 'id'), ('q:53aea55d2003', 'unmatched'))
+    >>> m.match("x", "q9")
+    ('q9', 'unknown_id')
+    """
+
+    def __init__(self, golden: GoldenSet | Iterable[Query] | Mapping[str, str] | None = None) -> None:
+        self.ids: set[str] | None = None
+        self.by_text: dict[str, str] = {}
+        self.ambiguous: dict[str, list[str]] = {}
+        if golden is None:
+            return
+        pairs: list[tuple[str, str]]
+        if isinstance(golden, GoldenSet):
+            pairs = [(q.id, q.text) for q in golden.queries]
+        elif isinstance(golden, Mapping):
+            pairs = [(str(k), str(v)) for k, v in golden.items()]
+        else:
+            pairs = []
+            for q in golden:
+                if not isinstance(q, Query):
+                    raise InputError(
+                        f"golden must be a GoldenSet, a list of Query or a {{query_id: text}} mapping; "
+                        f"found a {type(q).__name__} in the list"
+                    )
+                pairs.append((q.id, q.text))
+        self.ids = {qid for qid, _ in pairs}
+        for qid, text in pairs:
+            key = normalize_query(text)
+            if key in self.by_text:
+                self.ambiguous.setdefault(key, [self.by_text[key]]).append(qid)
+                continue
+            self.by_text[key] = qid
+
+    def match(self, text: str, explicit_id: str | None) -> tuple[str, str]:
+        """``(query_id, how)`` with how in ``"id"``, ``"unknown_id"``, ``"text"``, ``"unmatched"``."""
+        if explicit_id is not None:
+            if self.ids is None or explicit_id in self.ids:
+                return explicit_id, "id"
+            return explicit_id, "unknown_id"
+        if self.ids is not None:
+            qid = self.by_text.get(normalize_query(text))
+            if qid is not None:
+                return qid, "text"
+        return query_key(text), "unmatched"
+
+    def golden_ids(self) -> Sequence[str]:
+        """The golden-set query ids (empty without a golden set)."""
+        return sorted(self.ids or ())
+
+
+def small_tags(source: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """Copy the scalar entries of a tags/metadata mapping (bounded: 20 entries, 200-char strings)."""
+    if not source:
+        return _NO_TAGS
+    out: dict[str, Any] = {}
+    for key, value in source.items():
+        if len(out) >= 20:
+            break
+        if isinstance(value, str):
+            out[str(key)] = value[:200]
+        elif value is None or isinstance(value, (bool, int, float)):
+            out[str(key)] = value
+    return out
+
+
+def now() -> tuple[float, float]:
+    """(wall clock, perf counter) at this instant."""
+    return time.time(), time.perf_counter()
+
+
+def error_text(error: BaseException | str | None) -> str:
+    """``"Type: message"`` of an exception (a string is kept)."""
+    if isinstance(error, BaseException):
+        return f"{type(error).__name__}: {error}"
+    return str(error)

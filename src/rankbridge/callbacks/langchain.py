@@ -1,0 +1,473 @@
+"""LangChain callback handlers that record every retrieval (sync and async).
+
+Importing this module imports ``langchain_core``; :mod:`rankbridge` and :mod:`rankbridge.callbacks` import
+it only when a capture attaches to LangChain.
+
+:func:`attach` registers the handler process-wide through ``langchain_core``'s configure hooks (the
+mechanism behind ``collect_runs``), so every chain, retriever and agent run in any thread or task sees it
+without the application passing ``callbacks=``. The handler runs inline (``run_inline = True``): its
+methods only copy references and read the clock, so LangChain need not hop to a thread pool to call it
+from async code.
+
+Passing a golden-set query id: ``chain.invoke(q, config={"metadata": {"rankbridge_query_id": "q7"}})``,
+a tag ``"rankbridge_query_id=q7"``, or ``with rankbridge.callbacks.query_id("q7"):`` around the call.
+
+Examples
+--------
+With langchain-core installed (not run here)::
+
+    from rankbridge.callbacks import Recorder
+    from rankbridge.callbacks.langchain import RankbridgeCallbackHandler
+
+    handler = RankbridgeCallbackHandler(Recorder(id_from="metadata:doc_id"))
+    chain.invoke("what causes scurvy?", config={"callbacks": [handler]})
+    handler.recorder.records[0].retrieved
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+from uuid import UUID
+
+from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
+
+from rankbridge.callbacks._recorder import (
+    QUERY_ID_KEY,
+    CaptureRecord,
+    Recorder,
+    current_query_id,
+    error_text,
+    guarded,
+    small_tags,
+)
+
+__all__ = ["RankbridgeAsyncCallbackHandler", "RankbridgeCallbackHandler", "attach"]
+
+#: Bound on open (started, not yet ended) runs tracked for parent/trace ids.
+_MAX_OPEN = 100_000
+_SKIP = None  # an open retriever run that is not recorded (sampled out, over the cap)
+
+
+class _Tap:
+    """The bookkeeping shared by the sync and async handlers (plain Python, no LangChain types)."""
+
+    framework = "langchain"
+
+    def __init__(self, recorder: Recorder, *, trace: bool = True) -> None:
+        self._recorder = recorder
+        self.trace = trace
+        # open retriever runs: run id -> record, or _SKIP
+        self._open: dict[UUID, CaptureRecord | None] = {}
+        # open chain/tool runs: run id -> parent run id (for the trace id)
+        self._parents: dict[UUID, UUID | None] = {}
+
+    def run_start(self, run_id: UUID, parent_run_id: UUID | None) -> None:
+        if self._recorder.enabled and len(self._parents) < _MAX_OPEN:
+            self._parents[run_id] = parent_run_id
+
+    def run_end(self, run_id: UUID) -> None:
+        self._parents.pop(run_id, None)
+
+    def _trace(self, parent_run_id: UUID) -> UUID:
+        cur = parent_run_id
+        for _ in range(256):
+            parent = self._parents.get(cur)
+            if parent is None:
+                break
+            cur = parent
+        return cur
+
+    def retriever_start(
+        self,
+        query: Any,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        tags: Sequence[str] | None,
+        metadata: dict[str, Any] | None,
+        name: Any,
+    ) -> None:
+        rec = self._recorder
+        if not rec.enabled:
+            return
+        parent = self._open.get(parent_run_id, False) if parent_run_id is not None else False
+        if parent is _SKIP:  # nested in a retrieval that is not recorded
+            self._open[run_id] = _SKIP
+            return
+        nested = parent is not False
+        if not nested and not rec.admit():
+            if len(self._open) < _MAX_OPEN:
+                self._open[run_id] = _SKIP
+            return
+        qid: Any = None
+        if metadata:
+            qid = metadata.get(QUERY_ID_KEY)
+        if qid is None and tags:
+            for tag in tags:
+                if (
+                    isinstance(tag, str)
+                    and tag.startswith(QUERY_ID_KEY)
+                    and tag[len(QUERY_ID_KEY) : len(QUERY_ID_KEY) + 1] in "=:"
+                ):
+                    qid = tag[len(QUERY_ID_KEY) + 1 :] or None
+                    break
+        if qid is None:
+            qid = current_query_id()
+        if nested:
+            outer = cast(CaptureRecord, parent)
+            trace_id: Any = outer._trace_id
+        elif not self.trace:
+            trace_id = None
+        else:
+            trace_id = self._trace(parent_run_id) if parent_run_id is not None else run_id
+        record = CaptureRecord(
+            framework="langchain",
+            query=query if isinstance(query, str) else str(query),
+            run_id=run_id,
+            retriever=str(name) if name else "Retriever",
+            query_id=None if qid is None else str(qid),
+            parent_id=parent_run_id,
+            trace_id=trace_id,
+            started=time.time(),
+            tags=small_tags(metadata),
+        )
+        if nested:
+            outer.add_nested(record)
+        record._is_nested = nested
+        if len(self._open) < _MAX_OPEN:
+            record._t0 = time.perf_counter()
+            self._open[run_id] = record
+        elif not nested:
+            rec.dropped += 1
+
+    def retriever_end(self, documents: Sequence[Any], run_id: UUID) -> None:
+        record = self._open.pop(run_id, None)
+        if record is None:
+            return
+        record.latency = time.perf_counter() - record._t0
+        record.set_items(documents)
+        if record._is_nested:
+            return
+        if record.nested:
+            # a wrapper around one retriever (reranking / compression): first stage, then final list
+            record.promote_nested()
+        self._recorder.add(record)
+
+    def retriever_error(self, error: BaseException, run_id: UUID) -> None:
+        record = self._open.pop(run_id, None)
+        if record is None:
+            return
+        record.latency = time.perf_counter() - record._t0
+        record.error = error_text(error)
+        if not record._is_nested:
+            self._recorder.add(record)
+
+
+class RankbridgeCallbackHandler(BaseCallbackHandler):
+    """A LangChain callback handler that records retrievals into a :class:`~rankbridge.callbacks.Recorder`.
+
+    Works for sync and async runs (it runs inline: its methods never block). Every method is wrapped
+    so that a failure of rankbridge's bookkeeping is counted, never raised into the application.
+
+    Parameters
+    ----------
+    recorder:
+        Where records go; a new default :class:`~rankbridge.callbacks.Recorder` when omitted.
+    trace:
+        Follow chain and tool runs to give each retrieval the id of its outermost run (``trace_id``).
+        ``False`` skips those events (less overhead on long chains; ``trace_id`` is then ``None``).
+    """
+
+    run_inline = True
+    raise_error = False
+
+    def __init__(self, recorder: Recorder | None = None, *, trace: bool = True) -> None:
+        self._recorder = recorder if recorder is not None else Recorder()
+        self._tap = _Tap(self._recorder, trace=trace)
+
+    @property
+    def recorder(self) -> Recorder:
+        """The recorder this handler writes to."""
+        return self._recorder
+
+    # events we never need: LangChain skips the call entirely
+    @property
+    def ignore_llm(self) -> bool:
+        return True
+
+    @property
+    def ignore_chat_model(self) -> bool:
+        return True
+
+    @property
+    def ignore_retry(self) -> bool:
+        return True
+
+    @property
+    def ignore_custom_event(self) -> bool:
+        return True
+
+    # while paused (or without trace), LangChain does not call us at all
+    @property
+    def ignore_retriever(self) -> bool:
+        return not self._recorder.enabled
+
+    @property
+    def ignore_chain(self) -> bool:
+        return not (self._tap.trace and self._recorder.enabled)
+
+    @property
+    def ignore_agent(self) -> bool:
+        return not (self._tap.trace and self._recorder.enabled)
+
+    @guarded
+    def on_retriever_start(
+        self,
+        serialized: dict[str, Any] | None,
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Open a record for this retrieval."""
+        name = kwargs.get("name") or (serialized or {}).get("name")
+        self._tap.retriever_start(query, run_id, parent_run_id, tags, metadata, name)
+
+    @guarded
+    def on_retriever_end(self, documents: Sequence[Any], *, run_id: UUID, **kwargs: Any) -> None:
+        """Close the record with the documents, in rank order."""
+        self._tap.retriever_end(documents, run_id)
+
+    @guarded
+    def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Close the record with the error."""
+        self._tap.retriever_error(error, run_id)
+
+    @guarded
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Remember the chain's parent (for the trace id)."""
+        self._tap.run_start(run_id, parent_run_id)
+
+    @guarded
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget the chain."""
+        self._tap.run_end(run_id)
+
+    @guarded
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget the chain."""
+        self._tap.run_end(run_id)
+
+    @guarded
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Remember the tool's parent (an agent calling a retriever tool)."""
+        self._tap.run_start(run_id, parent_run_id)
+
+    @guarded
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget the tool."""
+        self._tap.run_end(run_id)
+
+    @guarded
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget the tool."""
+        self._tap.run_end(run_id)
+
+
+class RankbridgeAsyncCallbackHandler(AsyncCallbackHandler):
+    """The async twin of :class:`RankbridgeCallbackHandler`, for ``config={"callbacks": [...]}`` in async code.
+
+    Its coroutines do no I/O and never await, so they finish in one step of the event loop.
+    (:func:`rankbridge.callbacks.capture` attaches the sync handler, which LangChain calls inline from
+    both sync and async runs; use this one when you pass handlers yourself to async code only.)
+
+    Parameters
+    ----------
+    recorder:
+        Where records go; a new default :class:`~rankbridge.callbacks.Recorder` when omitted.
+    trace:
+        As for :class:`RankbridgeCallbackHandler`.
+    """
+
+    raise_error = False
+
+    def __init__(self, recorder: Recorder | None = None, *, trace: bool = True) -> None:
+        self._recorder = recorder if recorder is not None else Recorder()
+        self._tap = _Tap(self._recorder, trace=trace)
+
+    @property
+    def recorder(self) -> Recorder:
+        """The recorder this handler writes to."""
+        return self._recorder
+
+    @property
+    def ignore_llm(self) -> bool:
+        return True
+
+    @property
+    def ignore_chat_model(self) -> bool:
+        return True
+
+    @property
+    def ignore_retry(self) -> bool:
+        return True
+
+    @property
+    def ignore_custom_event(self) -> bool:
+        return True
+
+    # while paused (or without trace), LangChain does not call us at all
+    @property
+    def ignore_retriever(self) -> bool:
+        return not self._recorder.enabled
+
+    @property
+    def ignore_chain(self) -> bool:
+        return not (self._tap.trace and self._recorder.enabled)
+
+    @property
+    def ignore_agent(self) -> bool:
+        return not (self._tap.trace and self._recorder.enabled)
+
+    async def on_retriever_start(  # type: ignore[override]
+        self,
+        serialized: dict[str, Any] | None,
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Open a record for this retrieval."""
+        self._retriever_start(serialized, query, run_id, parent_run_id, tags, metadata, kwargs.get("name"))
+
+    @guarded
+    def _retriever_start(
+        self,
+        serialized: dict[str, Any] | None,
+        query: str,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        tags: list[str] | None,
+        metadata: dict[str, Any] | None,
+        name: Any,
+    ) -> None:
+        self._tap.retriever_start(query, run_id, parent_run_id, tags, metadata, name or (serialized or {}).get("name"))
+
+    async def on_retriever_end(self, documents: Sequence[Any], *, run_id: UUID, **kwargs: Any) -> None:  # type: ignore[override]
+        """Close the record with the documents, in rank order."""
+        self._call(self._tap.retriever_end, documents, run_id)
+
+    async def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:  # type: ignore[override]
+        """Close the record with the error."""
+        self._call(self._tap.retriever_error, error, run_id)
+
+    async def on_chain_start(  # type: ignore[override]
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Remember the chain's parent (for the trace id)."""
+        self._call(self._tap.run_start, run_id, parent_run_id)
+
+    async def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:  # type: ignore[override]
+        """Forget the chain."""
+        self._call(self._tap.run_end, run_id)
+
+    async def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:  # type: ignore[override]
+        """Forget the chain."""
+        self._call(self._tap.run_end, run_id)
+
+    async def on_tool_start(  # type: ignore[override]
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Remember the tool's parent."""
+        self._call(self._tap.run_start, run_id, parent_run_id)
+
+    async def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:  # type: ignore[override]
+        """Forget the tool."""
+        self._call(self._tap.run_end, run_id)
+
+    async def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:  # type: ignore[override]
+        """Forget the tool."""
+        self._call(self._tap.run_end, run_id)
+
+    @guarded
+    def _call(self, fn: Callable[..., None], *args: Any) -> None:
+        fn(*args)
+
+
+# -- process-wide attachment ------------------------------------------------------------------------
+class _HookSlot:
+    """Stands in for the ContextVar of a langchain_core configure hook: ``get()`` returns our handler.
+
+    A real ContextVar would not reach threads the application starts itself; a slot is process-wide.
+    Hooks cannot be unregistered, so slots are registered once and reused; an empty slot costs one
+    method call per LangChain run.
+    """
+
+    __slots__ = ("handler",)
+
+    def __init__(self) -> None:
+        self.handler: RankbridgeCallbackHandler | None = None
+
+    def get(self, default: Any = None) -> RankbridgeCallbackHandler | None:
+        return self.handler
+
+
+_slots: list[_HookSlot] = []
+_slots_lock = threading.Lock()
+
+
+def attach(recorder: Recorder, *, trace: bool = True) -> Callable[[], None]:
+    """Record every LangChain retrieval of this process into ``recorder``; returns the detach function."""
+    from langchain_core.tracers.context import register_configure_hook
+
+    handler = RankbridgeCallbackHandler(recorder, trace=trace)
+    with _slots_lock:
+        slot = next((s for s in _slots if s.handler is None), None)
+        if slot is None:
+            slot = _HookSlot()
+            register_configure_hook(cast(Any, slot), True)
+            _slots.append(slot)
+        slot.handler = handler
+
+    def detach() -> None:
+        with _slots_lock:
+            if slot.handler is handler:
+                slot.handler = None
+
+    return detach

@@ -1,0 +1,302 @@
+"""LlamaIndex instrumentation handlers that record every retrieval.
+
+Importing this module imports ``llama_index.core``; :mod:`rankbridge` and :mod:`rankbridge.callbacks`
+import it only when a capture attaches to LlamaIndex.
+
+Two handlers go on the root dispatcher (``llama_index.core.instrumentation.get_dispatcher()``), which
+every LlamaIndex module's dispatcher propagates to:
+
+* an **event handler** reads ``RetrievalStartEvent`` / ``RetrievalEndEvent`` (paired by their
+  ``span_id``): the query, the retriever's class (from the span id ``"BM25Retriever.retrieve-<uuid>"``),
+  the nodes and their scores, the latency;
+* a **span handler** keeps the parent of each open span, which gives a retrieval its parent and trace
+  ids, tells a retriever nested in another one (fusion, recursive, auto-merging) from a top-level one,
+  turns a dropped retrieval span into an error record, and picks up the *final* list: the first
+  enclosing span that returns nodes or a response with ``source_nodes`` (a query engine's ``_query``,
+  a chat engine's ``chat``) gives the list after node postprocessors and rerankers.
+
+LlamaIndex swallows handler exceptions, and every handler body here is wrapped anyway.
+
+Passing a golden-set query id: ``with instrument_tags({"rankbridge_query_id": "q7"}):`` (from
+``llama_index_instrumentation.dispatcher``) or ``with rankbridge.callbacks.query_id("q7"):``.
+
+Examples
+--------
+With llama-index-core installed (not run here)::
+
+    from rankbridge.callbacks import Recorder
+    from rankbridge.callbacks import llamaindex as li_capture
+
+    rec = Recorder(id_from="ref_doc_id")
+    detach = li_capture.attach(rec)
+    query_engine.query("what causes scurvy?")
+    detach()
+    rec.records[0].retrieved, rec.records[0].final
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
+from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
+
+from rankbridge.callbacks._recorder import (
+    QUERY_ID_KEY,
+    CaptureRecord,
+    Recorder,
+    current_query_id,
+    error_text,
+    guarded,
+    small_tags,
+)
+
+__all__ = ["RankbridgeEventHandler", "RankbridgeSpanHandler", "attach"]
+
+#: Bound on open spans / retrievals tracked at once.
+_MAX_OPEN = 100_000
+_MAX_DEPTH = 256
+_SKIP = None
+
+
+def _scores(nodes: Any) -> list[Any] | None:
+    """The scores of a list of ``NodeWithScore``, copied now (rerankers mutate them in place); ``None``
+    when it is not such a list. The nodes themselves are kept by reference."""
+    if not isinstance(nodes, list):
+        return None
+    try:
+        return [n.score if n.node is not None else None for n in nodes]
+    except AttributeError:
+        return None
+
+
+def _result_nodes(result: Any) -> Any:
+    if isinstance(result, list):
+        return result if result else None
+    return getattr(result, "source_nodes", None)
+
+
+def _query_text(q: Any) -> str:
+    if isinstance(q, str):
+        return q
+    text = getattr(q, "query_str", None)
+    return text if isinstance(text, str) else str(q)
+
+
+class _Tap:
+    """The bookkeeping behind both handlers (plain Python; no pydantic on the hot path)."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+        self._parents: dict[str, str | None] = {}  # open span -> parent span
+        self._open: dict[str, CaptureRecord | None] = {}  # open retrieval span
+        self._waiting: dict[str, list[CaptureRecord]] = {}  # span -> finished records awaiting a final list
+
+    # -- spans ----------------------------------------------------------------------------------
+    # span_enter / span_exit run for every span of the app: the handler inlines their fast path
+    @guarded
+    def span_enter(self, id_: str, parent_id: str | None) -> None:
+        if self._recorder.enabled and len(self._parents) < _MAX_OPEN:
+            self._parents[id_] = parent_id
+
+    @guarded
+    def span_exit(self, id_: str, result: Any) -> None:
+        parent = self._parents.pop(id_, None)
+        if self._waiting:
+            self._finish_waiting(id_, parent, result)
+
+    @guarded
+    def _finish_waiting(self, id_: str, parent: str | None, result: Any) -> None:
+        waiting = self._waiting.pop(id_, None)
+        if not waiting:
+            return
+        final = _result_nodes(result)
+        scores = _scores(final) if final is not None else None
+        if final is not None and scores is not None:
+            if len(waiting) == 1:  # several retrievals under one result: which list is whose is unknown
+                waiting[0].set_final(final, scores)
+            return
+        if parent is not None and parent in self._parents:
+            self._waiting.setdefault(parent, []).extend(waiting)
+
+    @guarded
+    def span_drop(self, id_: str, err: BaseException | None) -> None:
+        self._parents.pop(id_, None)
+        self._waiting.pop(id_, None)
+        record = self._open.pop(id_, None)
+        if record is None:
+            return
+        record.latency = time.perf_counter() - record._t0
+        record.error = error_text(err) if err is not None else "retrieval span dropped"
+        if not record._is_nested:
+            self._recorder.add(record)
+
+    # -- events ---------------------------------------------------------------------------------
+    @guarded
+    def event(self, event: Any) -> None:
+        if isinstance(event, RetrievalStartEvent):
+            self._start(event)
+        elif isinstance(event, RetrievalEndEvent):
+            self._end(event)
+
+    def _start(self, event: Any) -> None:
+        rec = self._recorder
+        span = event.span_id
+        if not rec.enabled or span is None:
+            return
+        parents = self._parents
+        outer: CaptureRecord | None = None
+        nested = False
+        trace = span
+        cur = parents.get(span)
+        for _ in range(_MAX_DEPTH):
+            if cur is None:
+                break
+            trace = cur
+            if not nested and cur in self._open:
+                nested = True
+                outer = self._open[cur]
+                if outer is _SKIP:
+                    self._open[span] = _SKIP
+                    return
+            cur = parents.get(cur)
+        if not nested and not rec.admit():
+            if len(self._open) < _MAX_OPEN:
+                self._open[span] = _SKIP
+            return
+        tags = event.tags
+        qid = tags.get(QUERY_ID_KEY) if tags else None
+        if qid is None:
+            qid = current_query_id()
+        record = CaptureRecord(
+            framework="llamaindex",
+            query=_query_text(event.str_or_query_bundle),
+            run_id=span,
+            retriever=span.split(".", 1)[0] if "." in span else "Retriever",
+            query_id=None if qid is None else str(qid),
+            parent_id=parents.get(span),
+            trace_id=outer._trace_id if outer is not None else trace,
+            started=time.time(),
+            tags=small_tags(tags),
+        )
+        if outer is not None:
+            outer.add_nested(record)
+        record._is_nested = nested
+        if len(self._open) < _MAX_OPEN:
+            record._t0 = time.perf_counter()
+            self._open[span] = record
+
+    def _end(self, event: Any) -> None:
+        record = self._open.pop(event.span_id, None)
+        if record is None:
+            return
+        record.latency = time.perf_counter() - record._t0
+        nodes = event.nodes
+        record.set_items(nodes, _scores(nodes))
+        if record._is_nested:
+            return
+        if record.nested:
+            # a wrapper around one retriever (auto-merging, recursive): first stage, then its output
+            record.promote_nested()
+        parent = self._parents.get(event.span_id)
+        if parent is not None:
+            self._waiting.setdefault(parent, []).append(record)
+        self._recorder.add(record)
+
+
+class RankbridgeEventHandler(BaseEventHandler):  # type: ignore[misc]
+    """Receives LlamaIndex instrumentation events; forwards retrieval events to the recorder."""
+
+    tap: Any = None
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Class name."""
+        return "RankbridgeEventHandler"
+
+    def handle(self, event: Any, **kwargs: Any) -> None:
+        """Record retrieval start and end events (other events return at once)."""
+        self.tap.event(event)
+
+
+class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
+    """Tracks span parents and results for :class:`RankbridgeEventHandler` (keeps no span objects)."""
+
+    tap: Any = None
+
+    def __init__(self, tap: Any) -> None:
+        super().__init__()
+        self.tap = tap
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Class name."""
+        return "RankbridgeSpanHandler"
+
+    def span_enter(
+        self,
+        id_: str,
+        bound_args: Any,
+        instance: Any = None,
+        parent_id: str | None = None,
+        tags: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Remember the span's parent (inlined :meth:`_Tap.span_enter`: this runs for every span)."""
+        try:
+            tap = self.tap
+            if tap._recorder.enabled and len(tap._parents) < _MAX_OPEN:
+                tap._parents[id_] = parent_id
+        except Exception:
+            self.tap.span_enter(id_, parent_id)  # the guarded path counts the failure
+
+    def span_exit(self, id_: str, bound_args: Any, instance: Any = None, result: Any = None, **kwargs: Any) -> None:
+        """Hand the span's result to retrievals waiting for their final list (inlined fast path)."""
+        try:
+            tap = self.tap
+            parent = tap._parents.pop(id_, None)
+            if tap._waiting:
+                tap._finish_waiting(id_, parent, result)
+        except Exception:
+            self.tap.span_exit(id_, result)
+
+    def span_drop(
+        self, id_: str, bound_args: Any, instance: Any = None, err: BaseException | None = None, **kwargs: Any
+    ) -> None:
+        """Turn a dropped retrieval span into an error record."""
+        self.tap.span_drop(id_, err)
+
+    def new_span(self, *args: Any, **kwargs: Any) -> None:
+        """Unused: no span objects are kept."""
+        return None
+
+    def prepare_to_exit_span(self, *args: Any, **kwargs: Any) -> None:
+        """Unused."""
+        return None
+
+    def prepare_to_drop_span(self, *args: Any, **kwargs: Any) -> None:
+        """Unused."""
+        return None
+
+
+def attach(recorder: Recorder) -> Callable[[], None]:
+    """Record every LlamaIndex retrieval of this process into ``recorder``; returns the detach function.
+
+    The handler lists are replaced, not mutated, so a thread iterating them meanwhile is unaffected.
+    """
+    dispatcher = get_dispatcher()
+    tap = _Tap(recorder)
+    events = RankbridgeEventHandler(tap=tap)
+    spans = RankbridgeSpanHandler(tap)
+    dispatcher.span_handlers = [*dispatcher.span_handlers, spans]
+    dispatcher.event_handlers = [*dispatcher.event_handlers, events]
+
+    def detach() -> None:
+        dispatcher.event_handlers = [h for h in dispatcher.event_handlers if h is not events]
+        dispatcher.span_handlers = [h for h in dispatcher.span_handlers if h is not spans]
+
+    return detach

@@ -1,0 +1,297 @@
+"""Live capture from real, offline LlamaIndex pipelines.
+
+A ``RetrieverQueryEngine`` over llama-index-retrievers-bm25 with the framework's ``MockLLM`` (no
+embeddings, no network) runs as an application would; the captured run must equal what the retriever
+returns when called directly, query by query, and the final list must equal the response's source nodes
+when a node postprocessor changes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import warnings
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("llama_index.core")
+pytest.importorskip("llama_index.retrievers.bm25")
+
+from llama_index.core import Settings
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.chat_engine import ContextChatEngine
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.llms import MockLLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.retrievers import QueryFusionRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.retrievers.bm25 import BM25Retriever
+from llama_index_instrumentation.dispatcher import instrument_tags
+
+from rankbridge import GoldenSet, Qrels, Query, Run
+from rankbridge.callbacks import capture, query_id
+from rankbridge.io import read_run, read_run_jsonl
+
+CORPUS = {
+    "d0": "Scurvy is a disease caused by a lack of vitamin C in the diet.",
+    "d1": "Sailors on long voyages suffered from scurvy before citrus rations.",
+    "d2": "Vitamin C is found in citrus fruits such as oranges and lemons.",
+    "d3": "The cat sat on the mat and watched the dogs in the garden.",
+    "d4": "Dogs bark loudly at night when strangers pass the house.",
+    "d5": "Rickets is caused by a lack of vitamin D and sunlight.",
+    "d6": "Oranges grow in warm climates and are rich in vitamin C.",
+    "d7": "Bread is made from flour, water, yeast and salt.",
+    "d8": "A balanced diet prevents many deficiency diseases like scurvy and rickets.",
+    "d9": "Cats sleep for most of the day and hunt at night.",
+}
+QUERIES = {
+    "q1": "What causes scurvy?",
+    "q2": "vitamin C citrus oranges",
+    "q3": "dogs and cats at night",
+    "q4": "deficiency disease diet",
+    "q5": "bread yeast",
+}
+QRELS = Qrels({"q1": {"d0": 2, "d1": 1}, "q2": {"d2": 1, "d6": 1}, "q3": {"d4": 1, "d9": 1}, "q4": {"d8": 1}})
+GOLDEN = GoldenSet([Query(q, t) for q, t in QUERIES.items()], QRELS)
+
+
+@pytest.fixture(autouse=True)
+def _offline_llm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MockLLM everywhere; no embedding model (BM25 needs none), so nothing can reach OpenAI."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-used-offline")
+    monkeypatch.setattr(Settings, "_llm", MockLLM(max_tokens=8))
+    monkeypatch.setattr(Settings, "_embed_model", None)
+
+
+@pytest.fixture(autouse=True)
+def _close_stray_event_loop() -> Iterator[None]:
+    """LlamaIndex's sync token counting (``asyncio_run``) sets an event loop it never closes; close it here
+    so its ResourceWarning does not fire at a random later garbage collection."""
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:  # none set
+            return
+    if not loop.is_running():
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
+@pytest.fixture(scope="module")
+def nodes() -> list[TextNode]:
+    return [TextNode(text=t, id_=d) for d, t in CORPUS.items()]
+
+
+@pytest.fixture
+def retriever(nodes: list[TextNode]) -> BM25Retriever:
+    return BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=3)
+
+
+def engine(retriever: BaseRetriever, **kwargs: Any) -> RetrieverQueryEngine:
+    return RetrieverQueryEngine.from_args(retriever, llm=MockLLM(max_tokens=8), **kwargs)
+
+
+def direct(retriever: BaseRetriever, text: str) -> list[tuple[str, float | None]]:
+    return [(n.node.node_id, n.score) for n in retriever.retrieve(text)]
+
+
+def pairs(run: Run, qid: str) -> list[tuple[str, float | None]]:
+    return [(h.doc_id, h.score) for h in run.hits(qid)]
+
+
+def assert_run_equals_direct(run: Run, retriever: BaseRetriever, queries: dict[str, str]) -> None:
+    assert sorted(run) == sorted(queries)
+    for qid, text in queries.items():
+        assert pairs(run, qid) == direct(retriever, text), qid
+
+
+def test_query_engine_capture_equals_direct_calls(retriever: BM25Retriever) -> None:
+    qe = engine(retriever)
+    plain = [str(qe.query(t)) for t in QUERIES.values()]
+    with capture(golden=GOLDEN, frameworks=["llamaindex"]) as cap:
+        assert cap.attached == ("llamaindex",)
+        answers = [str(qe.query(t)) for t in QUERIES.values()]
+    assert answers == plain
+    assert_run_equals_direct(cap.run, retriever, QUERIES)
+    rec = cap.records[0]
+    assert (rec.framework, rec.retriever, rec.query) == ("llamaindex", "BM25Retriever", QUERIES["q1"])
+    assert rec.parent_id is not None and rec.parent_id.startswith("RetrieverQueryEngine._query-")
+    assert rec.trace_id is not None and rec.trace_id.startswith("RetrieverQueryEngine.query-")
+    assert rec.final is None and rec.error is None and rec.latency is not None
+    assert rec.retrieved[0].text == CORPUS[rec.retrieved[0].doc_id]
+    s = cap.summary()
+    assert (s["matched_by_text"], s["unmatched"], s["internal_errors"]) == (5, 0, 0)
+
+
+def test_handlers_removed_on_exit(retriever: BM25Retriever) -> None:
+    d = get_dispatcher()
+    before = (list(d.event_handlers), list(d.span_handlers))
+    with capture(frameworks=["llamaindex"]) as cap:
+        assert len(d.event_handlers) == len(before[0]) + 1
+        retriever.retrieve("bread")
+    retriever.retrieve("scurvy")
+    assert (list(d.event_handlers), list(d.span_handlers)) == before
+    assert [r.query for r in cap.records] == ["bread"]
+
+
+class ReverseAndCut(BaseNodePostprocessor):
+    """A node postprocessor that changes the list (stands in for a reranker)."""
+
+    keep: int = 2
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        return [NodeWithScore(node=n.node, score=float(i)) for i, n in enumerate(reversed(nodes[-self.keep :]), 1)]
+
+
+def test_postprocessor_gives_retrieved_and_final_lists(retriever: BM25Retriever) -> None:
+    qe = engine(retriever, node_postprocessors=[ReverseAndCut()])
+    with capture(golden=GOLDEN, frameworks=["llamaindex"]) as cap:
+        responses = {q: qe.query(t) for q, t in QUERIES.items()}
+    for qid, text in QUERIES.items():
+        final = [(n.node.node_id, n.score) for n in responses[qid].source_nodes]
+        assert pairs(cap.run, qid) == final
+        assert pairs(cap.to_run(stage="retrieved"), qid) == direct(retriever, text)
+    assert cap.summary()["reranked"] == 5
+
+
+def test_chat_engine(retriever: BM25Retriever) -> None:
+    from llama_index.core.memory import ChatMemoryBuffer
+
+    # an explicit memory: the default one opens an aiosqlite connection that is never closed
+    memory = ChatMemoryBuffer.from_defaults(token_limit=1000)
+    chat = ContextChatEngine.from_defaults(retriever=retriever, llm=MockLLM(max_tokens=8), memory=memory)
+    with capture(golden=GOLDEN, frameworks=["llamaindex"]) as cap:
+        chat.chat(QUERIES["q2"])
+    (rec,) = cap.records
+    assert rec.trace_id is not None and rec.trace_id.startswith("ContextChatEngine.chat-")
+    assert pairs(cap.run, "q2") == direct(retriever, QUERIES["q2"])
+
+
+def test_query_id_from_instrument_tags_and_context(retriever: BM25Retriever) -> None:
+    qe = engine(retriever)
+    with capture(golden=GOLDEN, frameworks=["llamaindex"]) as cap:
+        with instrument_tags({"rankbridge_query_id": "q1"}):
+            qe.query("a paraphrase about scurvy")
+        with query_id("q2"):
+            qe.query("oranges and citrus")
+        qe.query("something nobody asked")
+    assert pairs(cap.run, "q1") == direct(retriever, "a paraphrase about scurvy")
+    assert pairs(cap.run, "q2") == direct(retriever, "oranges and citrus")
+    s = cap.summary()
+    assert (s["matched_by_id"], s["unmatched"]) == (2, 1)
+    assert cap.unmatched == ["something nobody asked"]
+
+
+class Wrapper(BaseRetriever):
+    """A retriever around one other (like auto-merging): retrieves, then keeps the best two."""
+
+    def __init__(self, base: BaseRetriever) -> None:
+        super().__init__()
+        self._base = base
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._base.retrieve(query_bundle)[:2]
+
+
+def test_nested_retrievers(retriever: BM25Retriever, nodes: list[TextNode]) -> None:
+    wrapper = Wrapper(retriever)
+    with capture(golden=GOLDEN, frameworks=["llamaindex"]) as cap:
+        engine(wrapper).query(QUERIES["q1"])
+    (rec,) = cap.records
+    assert rec.retriever == "Wrapper" and [n.retriever for n in rec.nested] == ["BM25Retriever"]
+    assert [(h.doc_id, h.score) for h in rec.retrieved] == direct(retriever, QUERIES["q1"])
+    assert pairs(cap.run, "q1") == direct(wrapper, QUERIES["q1"])
+
+    other = BM25Retriever.from_defaults(nodes=nodes[::-1], similarity_top_k=2)
+    fusion = QueryFusionRetriever([retriever, other], llm=MockLLM(), num_queries=1, use_async=False)
+    with capture(golden=GOLDEN, frameworks=["llamaindex"]) as cap2:
+        engine(fusion).query(QUERIES["q2"])
+    (rec2,) = cap2.records
+    assert rec2.retriever == "QueryFusionRetriever" and len(rec2.nested) == 2
+    assert all(n.trace_id == rec2.trace_id for n in rec2.nested)
+    assert pairs(cap2.run, "q2") == direct(fusion, QUERIES["q2"])
+
+
+def test_threads_capture_every_query(retriever: BM25Retriever) -> None:
+    qe = engine(retriever)
+    texts = {f"t{i}": f"{QUERIES[q]} {i}" for i, q in enumerate(list(QUERIES) * 10)}
+
+    def ask(item: tuple[str, str]) -> str:
+        with query_id(item[0]):
+            return str(qe.query(item[1]))
+
+    with capture(frameworks=["llamaindex"]) as cap, ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(ask, texts.items()))
+    assert len(answers) == len(texts)
+    assert_run_equals_direct(cap.run, retriever, texts)
+    assert len({r.trace_id for r in cap.records}) == len(texts)
+
+
+def test_asyncio_tasks_capture_every_query(retriever: BM25Retriever) -> None:
+    qe = engine(retriever, node_postprocessors=[ReverseAndCut()])
+    texts = {f"t{i}": f"{QUERIES[q]} {i}" for i, q in enumerate(list(QUERIES) * 10)}
+
+    async def main() -> dict[str, Any]:
+        async def one(qid: str, text: str) -> Any:
+            with query_id(qid):
+                return await qe.aquery(text)
+
+        results = await asyncio.gather(*(one(q, t) for q, t in texts.items()))
+        return dict(zip(texts, results, strict=True))
+
+    with capture(frameworks=["llamaindex"]) as cap:
+        responses = asyncio.run(main())
+    assert sorted(cap.run) == sorted(texts)
+    for qid, text in texts.items():
+        assert pairs(cap.to_run(stage="retrieved"), qid) == direct(retriever, text)
+        assert pairs(cap.run, qid) == [(n.node.node_id, n.score) for n in responses[qid].source_nodes]
+
+
+class Failing(BaseRetriever):
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        raise ConnectionError("index offline")
+
+
+def test_retriever_error_is_recorded_and_still_raised() -> None:
+    with capture(golden=GOLDEN, frameworks=["llamaindex"]) as cap, pytest.raises(ConnectionError):
+        engine(Failing()).query(QUERIES["q3"])
+    assert cap.run.errors == {"q3": "retrieval failed: ConnectionError: index offline"}
+
+
+def test_ref_doc_id_and_export(tmp_path: Path) -> None:
+    from llama_index.core import Document
+    from llama_index.core.node_parser import SentenceSplitter
+
+    docs = [Document(text=t + " " + t, id_=d) for d, t in CORPUS.items()]
+    chunks = SentenceSplitter(chunk_size=20, chunk_overlap=0).get_nodes_from_documents(docs)
+    r = BM25Retriever.from_defaults(nodes=chunks, similarity_top_k=4)
+    with capture(golden=GOLDEN, frameworks=["llamaindex"], id_from="ref_doc_id") as cap:
+        for t in QUERIES.values():
+            r.retrieve(t)
+    for qid, text in QUERIES.items():
+        expected: list[str] = []
+        for n in r.retrieve(text):
+            if n.node.ref_doc_id not in expected:
+                expected.append(n.node.ref_doc_id)  # type: ignore[arg-type]
+        assert cap.run.ranking(qid) == expected
+    cap.write_trec(tmp_path / "run.txt")
+    cap.write_jsonl(tmp_path / "run.jsonl")
+    assert read_run(tmp_path / "run.txt").ranking("q1") == cap.run.ranking("q1")
+    assert read_run_jsonl(tmp_path / "run.jsonl").ranking("q1") == cap.run.ranking("q1")
+
+
+def test_capture_from_another_thread_is_process_wide(retriever: BM25Retriever) -> None:
+    with capture(frameworks=["llamaindex"]) as cap:
+        t = threading.Thread(target=lambda: retriever.retrieve("bread yeast"))
+        t.start()
+        t.join()
+    assert [r.query for r in cap.records] == ["bread yeast"]
