@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import time
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rankbridge import Hit
@@ -133,8 +135,12 @@ def overhead(n: int, repeats: int) -> list[tuple[str, float]]:
         lambda: [li.retrieve(t) for t in texts],
         [
             (
-                "LlamaIndex stub: run_retriever overhead (adapter + runner)",
+                "LlamaIndex stub: run_retriever overhead (adapter + runner), concurrency 8 (default)",
                 lambda: run_retriever(li, queries, k=10, progress=False),
+            ),
+            (
+                "LlamaIndex stub: run_retriever overhead (adapter + runner), concurrency 1",
+                lambda: run_retriever(li, queries, k=10, concurrency=1, progress=False),
             ),
             (
                 "LlamaIndex stub: RetrieverEvaluator.evaluate loop overhead",
@@ -188,19 +194,70 @@ def throughput(n: int, delay: float, concurrency: int, repeats: int) -> list[tup
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer queries and repeats (a smoke run)")
+    parser.add_argument("--write", action="store_true", help="replace the runner section of docs/benchmarks.md")
     args = parser.parse_args()
     n, repeats = (2000, 3) if args.quick else (5000, 9)
-    print(f"Python {sys.version.split()[0]}; overhead over {n} queries, median of {repeats} runs")
+    out: list[str] = []
+
+    def say(line: str) -> None:
+        print(line)
+        out.append(line)
+
+    say(f"Python {sys.version.split()[0]}; overhead over {n} queries, median of {repeats} paired runs")
+    say("")
+    say("| what | µs / query |")
+    say("| --- | ---: |")
     for label, us in overhead(n, repeats):
-        print(f"  {label:<62} {us:8.1f} µs/query")
+        say(f"| {label} | {us:.1f} |")
     delay, conc, nq = 0.05, 32, 1000
     ideal = nq * delay / conc
     reps = 1 if args.quick else 3
-    print(
-        f"throughput: {nq} queries x {delay * 1000:.0f} ms at concurrency {conc}; ideal {ideal:.4f} s; median of {reps}"
+    say("")
+    say(
+        f"Throughput: {nq} queries x {delay * 1000:.0f} ms at concurrency {conc}; ideal {ideal:.4f} s; median of {reps}"
     )
+    say("")
+    say("| what | seconds | x ideal |")
+    say("| --- | ---: | ---: |")
     for label, t in throughput(nq, delay, conc, reps):
-        print(f"  {label:<62} {t:8.3f} s  ({t / ideal:.2f}x ideal)")
+        say(f"| {label} | {t:.3f} | {t / ideal:.2f} |")
+    if args.write:
+        _write_section(out, args.quick)
+
+
+def _write_section(lines: list[str], quick: bool) -> None:
+    doc = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+    text = doc.read_text(encoding="utf-8") if doc.exists() else "# Benchmarks\n"
+    start, end = "<!-- runner:start -->", "<!-- runner:end -->"
+    load = os.getloadavg()
+    body = "\n".join(
+        [
+            start,
+            "## Runner (`benchmarks/bench_runner.py`)",
+            "",
+            f"Command: `.venv/bin/python benchmarks/bench_runner.py{' --quick' if quick else ''} --write`; "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; nproc={os.cpu_count()}; "
+            f"load average at the end {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}.",
+            "Overheads are paired differences (each repeat times the direct calls and the variant back to back).",
+            "",
+            *lines,
+            "",
+            "The runner's own bookkeeping stays under the 30 µs target on an instant retriever. A LlamaIndex",
+            "retriever is pure Python and holds the GIL for its whole call (~70 µs here), so worker threads only",
+            "contend for it: with the default 8 threads the overhead is mostly that contention, not rankbridge's",
+            "work (compare the concurrency-1 row: adapter ~2 µs per node plus the runner). For a CPU-bound local",
+            "retriever pass `concurrency=1`; the default of 8 is for retrievers that wait on a remote service.",
+            "LangChain's `abatch` on a retriever with only a sync implementation runs in the event loop's default",
+            "executor (min(32, CPUs + 4) threads), whatever `max_concurrency` says; the runner sizes its own pool.",
+            end,
+        ]
+    )
+    if start in text and end in text:
+        text = text[: text.index(start)] + body + text[text.index(end) + len(end) :]
+    else:
+        text = text.rstrip("\n") + "\n\n" + body + "\n"
+    doc.write_text(text, encoding="utf-8")
+    print(f"wrote the runner section of {doc}")
 
 
 if __name__ == "__main__":

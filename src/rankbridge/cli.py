@@ -156,19 +156,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     result = run_demo(
         beir=args.beir, split=args.split, out=args.out, k=args.k, max_queries=args.max_queries, progress=True
     )
-    try:
-        from rankbridge.reports import build_report
-
-        report = build_report(
-            result.comparison,
-            failures=result.failures,
-            slices=result.slices,
-            runs=result.runs,
-            golden=result.golden,
-            title=f"rankbridge demo: {result.golden.name}",
-        )
-        print(report.to_terminal() if hasattr(report, "to_terminal") else result.comparison)
-    except ImportError:
+    if result.report is not None:
+        result.report.print()
+    else:  # the report extra (jinja2, matplotlib) is missing: the comparison alone
         print(result.comparison)
     for note in result.notes:
         print(f"note: {note}")

@@ -143,6 +143,7 @@ class DemoResult:
     failures: Any
     slices: Any
     ragas: dict[str, Any] = field(default_factory=dict)
+    report: Any = None
     report_path: Path | None = None
     store_path: Path | None = None
     record_ids: dict[str, int] = field(default_factory=dict)
@@ -252,26 +253,21 @@ def _slug(name: str) -> str:
 
 
 def _write_report(result: DemoResult, outdir: Path) -> Path | None:
-    """The HTML report, when the reports extra is installed."""
+    """Build the report (kept on ``result.report``) and write it as HTML when its extra is installed."""
+    from rankbridge.reports import build_report
+
+    result.report = build_report(
+        result.comparison,
+        failures=result.failures,
+        slices=result.slices,
+        runs=result.runs,
+        golden=result.golden,
+        title=f"rankbridge demo: {result.golden.name}",
+    )
+    path = outdir / "report.html"
     try:
-        from rankbridge import reports
-    except ImportError:  # pragma: no cover - reports ship with rankbridge; their extra may be missing
-        return None
-    build = getattr(reports, "build_report", None)
-    if build is None:
-        return None
-    try:
-        report = build(
-            result.comparison,
-            failures=result.failures,
-            slices=result.slices,
-            runs=result.runs,
-            golden=result.golden,
-            title=f"rankbridge demo: {result.golden.name}",
-        )
-        path = outdir / "report.html"
-        report.save(path)
-        return path
+        result.report.save(path)
     except MissingExtraError as exc:
         result.notes.append(f"HTML report skipped: {exc}")
         return None
+    return path
