@@ -89,3 +89,16 @@ def test_plain_dict_run_nan_is_reported_on_every_path() -> None:
     # several judged docs (the general path)
     with pytest.raises(InputError, match=r"run\['q1'\]\['d3'\]: expected a numeric score, found NaN"):
         rb.evaluate({"q1": {"d1": 1, "d2": 0}}, {"q1": {"d1": 0.5, "d2": 0.1, "d3": nan}}, ["P@1"])
+
+
+def test_exported_functions_are_not_shadowed_by_their_modules() -> None:
+    # `rankbridge.compare` and `rankbridge.gate` are both modules and functions; importing the modules
+    # first (as the CLI and the demo do) must leave the package attributes bound to the functions.
+    code = (
+        "import rankbridge.compare, rankbridge.gate, rankbridge.demo\n"
+        "import rankbridge as rb, types\n"
+        "bad = [n for n in rb.__all__ if n != 'integrations' and isinstance(getattr(rb, n), types.ModuleType)]\n"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from rankbridge.compare import Comparison, compare, failures, slices
 from rankbridge.errors import (
     InputError,
     MetricError,
@@ -22,6 +23,7 @@ from rankbridge.errors import (
     RetrievalError,
 )
 from rankbridge.evaluate import Evaluation, evaluate
+from rankbridge.gate import GateResult, assert_retrieval_quality, gate
 from rankbridge.io import load_qrels, load_run
 from rankbridge.metrics import Measure, parse_measure
 from rankbridge.types import GoldenSet, Hit, Qrels, Query, Run
@@ -30,8 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; loaded lazil
     from rankbridge import integrations
     from rankbridge.adapters import adapt
     from rankbridge.callbacks import capture
-    from rankbridge.compare import Comparison, compare, failures, slices
-    from rankbridge.gate import GateResult, assert_retrieval_quality, gate
     from rankbridge.judge import Judge, generate_queries, judge_runs
     from rankbridge.retriever import Retriever, StaticRetriever
     from rankbridge.runner import RunSummary, arun_retriever, run_retriever, summarize
@@ -40,11 +40,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; loaded lazil
 __version__ = "0.1.0"
 
 # Names served on first use, so `import rankbridge` stays light (no asyncio, threads, sqlite, frameworks).
+# (compare and gate are imported above instead: they share their names with their modules, and importing
+# the module `rankbridge.compare` anywhere would otherwise leave `rankbridge.compare` bound to the module.)
 _LAZY = {
-    "Comparison": "rankbridge.compare",
-    "compare": "rankbridge.compare",
-    "failures": "rankbridge.compare",
-    "slices": "rankbridge.compare",
     "adapt": "rankbridge.adapters",
     "Retriever": "rankbridge.retriever",
     "StaticRetriever": "rankbridge.retriever",
@@ -54,9 +52,6 @@ _LAZY = {
     "summarize": "rankbridge.runner",
     "RunStore": "rankbridge.store",
     "capture": "rankbridge.callbacks",
-    "GateResult": "rankbridge.gate",
-    "assert_retrieval_quality": "rankbridge.gate",
-    "gate": "rankbridge.gate",
     "Judge": "rankbridge.judge",
     "generate_queries": "rankbridge.judge",
     "judge_runs": "rankbridge.judge",

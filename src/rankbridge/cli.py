@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rankbridge._cli_common import split_metric_args, unique_run_names
 from rankbridge.errors import RankbridgeError
 from rankbridge.evaluate import Evaluation, evaluate
 from rankbridge.io import load_qrels, load_run
@@ -35,15 +36,6 @@ _FEATURE_CLIS = [
 
 DEFAULT_METRICS = ["ndcg@10", "mrr@10", "precision@5", "recall@100", "map", "hit_rate@10"]
 _COUNT_MEASURES = {"num_ret", "num_rel", "num_rel_ret"}  # trec_eval sums these over queries for "all"
-
-
-def _metric_list(values: Sequence[str] | None) -> list[str]:
-    if not values:
-        return list(DEFAULT_METRICS)
-    out: list[str] = []
-    for v in values:
-        out.extend(part for part in (p.strip() for p in v.split(",")) if part)
-    return out
 
 
 def _aggregate(ev: Evaluation, name: str) -> float:
@@ -121,12 +113,12 @@ def _print_table(evs: Sequence[Evaluation], per_query: bool, title: str) -> None
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    metrics = parse_measures(_metric_list(args.metric))
+    metrics = parse_measures(split_metric_args(args.metric, DEFAULT_METRICS))
     qrels = load_qrels(args.qrels)
-    evs = []
-    for path in args.run:
-        run = load_run(path, duplicates=args.duplicates)
-        evs.append(evaluate(qrels, run, metrics, missing=args.missing, single_precision=args.single_precision))
+    runs = [load_run(path, duplicates=args.duplicates) for path in args.run]
+    for run, name in zip(runs, unique_run_names([r.name for r in runs], args.run), strict=True):
+        run.name = name  # two files with the same run tag stay apart in the output
+    evs = [evaluate(qrels, run, metrics, missing=args.missing, single_precision=args.single_precision) for run in runs]
     if args.format == "trec":
         for ev in evs:
             if len(evs) > 1:

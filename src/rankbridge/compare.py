@@ -30,11 +30,11 @@ import json
 import math
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from rankbridge._cli_common import split_metric_args, unique_run_names
 from rankbridge.errors import InputError
 from rankbridge.evaluate import Evaluation, evaluate
 from rankbridge.metrics.measures import Measure, parse_measure, parse_measures
@@ -1247,25 +1247,6 @@ def failures(
 DEFAULT_COMPARE_METRICS = ["ndcg@10", "mrr@10", "recall@10", "hit_rate@5"]
 
 
-def _split_metrics(values: Sequence[str] | None) -> list[str]:
-    if not values:
-        return list(DEFAULT_COMPARE_METRICS)
-    return [part for v in values for part in (p.strip() for p in v.split(",")) if part]
-
-
-def _run_names(runs: Sequence[Run], paths: Sequence[str]) -> list[str]:
-    names = [r.name for r in runs]
-    stems = [Path(p).stem for p in paths]
-    out = []
-    for i, name in enumerate(names):
-        if not name or names.count(name) > 1:
-            name = stems[i]
-        if name in out:
-            name = f"{name}-{i + 1}"
-        out.append(name)
-    return out
-
-
 def _print_rich(cmp: Comparison) -> bool:
     try:
         from rich.console import Console
@@ -1319,10 +1300,10 @@ def _print_rich(cmp: Comparison) -> bool:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from rankbridge.io import load_qrels, load_run
 
-    metrics = parse_measures(_split_metrics(args.metric))
+    metrics = parse_measures(split_metric_args(args.metric, DEFAULT_COMPARE_METRICS))
     qrels = load_qrels(args.qrels)
     loaded = [load_run(p) for p in args.run]
-    named = dict(zip(_run_names(loaded, args.run), loaded, strict=True))
+    named = dict(zip(unique_run_names([r.name for r in loaded], args.run), loaded, strict=True))
     result = compare(
         named,
         qrels,

@@ -196,6 +196,7 @@ def run_demo(
     timings: dict[str, float] = {"load": time.perf_counter() - t0}
 
     t = time.perf_counter()
+    log("building the retrievers (LlamaIndex BM25, LangChain BM25, LangChain vector store)...")
     strategies = build_strategies(golden, k=k)
     timings["index"] = time.perf_counter() - t
     runs: dict[str, Run] = {}
@@ -218,6 +219,7 @@ def run_demo(
     try:
         from rankbridge.integrations.ragas import evaluate_ragas, join
 
+        log("scoring RAGAS' ID-based context precision and recall (no LLM needed)...")
         for name, run in runs.items():
             ragas[name] = evaluate_ragas(
                 run, golden, metrics=["id_based_context_precision", "id_based_context_recall"], k=k
@@ -228,6 +230,7 @@ def run_demo(
     timings["ragas"] = time.perf_counter() - t
 
     t = time.perf_counter()
+    log("comparing the strategies (paired permutation tests, bootstrap intervals)...")
     comparison = compare(evaluations, golden, list(metrics), baseline=BASELINE, golden=golden)
     fails = failures(runs, golden.qrels, golden=golden, k=k)
     by_category = slices(evaluations[BASELINE], golden, by="category", metrics=list(metrics)[:3])
@@ -243,6 +246,7 @@ def run_demo(
             result.record_ids[name] = store.save(
                 comparison.evaluations[name], run=run, name=name, config={"k": k, "golden": golden.name}
             )
+    log("building the report...")
     result.report_path = _write_report(result, outdir)
     timings["total"] = time.perf_counter() - t0
     return result

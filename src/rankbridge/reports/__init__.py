@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rankbridge._cli_common import split_metric_args, unique_run_names
 from rankbridge.reports.model import (
     CategoryRow,
     CategoryTable,
@@ -73,24 +74,6 @@ DEFAULT_REPORT_METRICS = ["ndcg@10", "mrr@10", "recall@10", "hit_rate@5"]
 _SUFFIX_FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".json": "json"}
 
 
-def _split_metrics(values: Sequence[str] | None) -> list[str]:
-    if not values:
-        return list(DEFAULT_REPORT_METRICS)
-    return [part for v in values for part in (p.strip() for p in v.split(",")) if part]
-
-
-def _unique_names(names: Sequence[str], paths: Sequence[str]) -> list[str]:
-    """Run tags as names; the file stem when a tag is empty or repeated."""
-    out: list[str] = []
-    for i, name in enumerate(names):
-        if not name or names.count(name) > 1:
-            name = Path(paths[i]).stem
-        if name in out:
-            name = f"{name}-{i + 1}"
-        out.append(name)
-    return out
-
-
 def _trend_from_store(path: str, metrics: Sequence[str], names: Sequence[str]) -> tuple[dict[Any, Any], list[str]]:
     from rankbridge.store import RunStore
 
@@ -117,11 +100,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
     fmt = args.format
     if fmt is None:
         fmt = _SUFFIX_FORMATS.get(Path(args.output).suffix.lower(), "terminal") if args.output else "terminal"
-    metrics = [str(m) for m in parse_measures(_split_metrics(args.metric))]
+    metrics = [str(m) for m in parse_measures(split_metric_args(args.metric, DEFAULT_REPORT_METRICS))]
     qrels = load_qrels(args.qrels)
     golden = GoldenSet.from_beir(args.golden, split=args.split) if args.golden else None
     loaded = [load_run(p) for p in args.run]
-    runs = dict(zip(_unique_names([r.name for r in loaded], args.run), loaded, strict=True))
+    runs = dict(zip(unique_run_names([r.name for r in loaded], args.run), loaded, strict=True))
     if golden is not None:
         golden = GoldenSet(golden.queries, qrels, corpus=golden.corpus, name=golden.name)
     cmp = compare(
