@@ -436,7 +436,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
 
     async def _with_timeout(aw: Awaitable[Any], timeout: float) -> Any:
-        return await asyncio.wait_for(aw, timeout)
+        try:
+            return await asyncio.wait_for(aw, timeout)
+        except asyncio.TimeoutError:  # not the builtin TimeoutError before 3.11
+            raise TimeoutError from None
 
 
 async def _run_async(
