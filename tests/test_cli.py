@@ -83,3 +83,28 @@ def test_console_script_module_entry(files: tuple[str, str]) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("0.3333")
+
+
+def test_unexpected_errors_are_one_line_unless_debugging(
+    files: tuple[str, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rankbridge.cli as cli
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("simulated bug")
+
+    monkeypatch.setattr(cli, "evaluate", boom)
+    monkeypatch.delenv("RANKBRIDGE_DEBUG", raising=False)
+    assert main(["evaluate", *files, "-m", "P@1"]) == 70
+    err = capsys.readouterr().err
+    assert "unexpected error (a bug, please report it): ZeroDivisionError: simulated bug" in err
+    assert "Traceback" not in err
+    monkeypatch.setenv("RANKBRIDGE_DEBUG", "1")
+    with pytest.raises(ZeroDivisionError):
+        main(["evaluate", *files, "-m", "P@1"])
+
+
+def test_unwritable_output_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "q.txt").write_text(QRELS)
+    assert main(["evaluate", str(tmp_path / "q.txt"), str(tmp_path)]) == 2  # a folder given as the run file
+    assert "rankbridge: error:" in capsys.readouterr().err

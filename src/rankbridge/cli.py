@@ -1,7 +1,8 @@
 """The ``rankbridge`` command.
 
 Exit codes: 0 success; 1 a quality gate failed (``rankbridge gate``); 2 bad input or usage (the message
-says what and where); 3 incomplete (a budget was reached, or some queries or items failed); 130 interrupted.
+says what and where); 3 incomplete (a budget was reached, or some queries or items failed); 70 an
+unexpected error (a bug; ``RANKBRIDGE_DEBUG=1`` shows the traceback); 130 interrupted.
 Errors are printed as one message, never as a traceback.
 """
 
@@ -11,6 +12,7 @@ import argparse
 import importlib
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -251,6 +253,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # e.g. `rankbridge evaluate ... | head`
         return 0
+    except OSError as exc:  # a file that cannot be read or written: the user's input, not our bug
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"rankbridge: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug: one line by default, the traceback on request
+        if os.environ.get("RANKBRIDGE_DEBUG"):
+            raise
+        print(
+            f"rankbridge: unexpected error (a bug, please report it): {type(exc).__name__}: {exc}\n"
+            "rankbridge: set RANKBRIDGE_DEBUG=1 to see the traceback",
+            file=sys.stderr,
+        )
+        return 70
 
 
 if __name__ == "__main__":  # pragma: no cover
