@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rankbridge import __version__
 from rankbridge._cli_common import split_metric_args, unique_run_names
 from rankbridge.errors import RankbridgeError
 from rankbridge.evaluate import Evaluation, evaluate
@@ -168,13 +169,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="Measure how well a retriever finds the right chunks (trec_eval-exact metrics).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
-        "  rankbridge evaluate qrels.txt run.txt -m ndcg@10 -m P@5\n"
-        "  rankbridge evaluate qrels.txt run.txt -m ndcg@10 --per-query --format trec\n"
-        "  rankbridge metrics\n"
         "  rankbridge demo\n"
-        "exit codes: 0 ok, 1 gate failed, 2 bad input or usage, 3 incomplete (budget reached or some queries\n"
-        "failed), 130 interrupted",
+        "  rankbridge evaluate qrels.txt run.txt -m ndcg@10 -m P@5 --per-query --format trec\n"
+        "  rankbridge compare qrels.txt bm25.txt dense.txt -m ndcg@10 --baseline bm25\n"
+        "  rankbridge report qrels.txt bm25.txt dense.txt -m ndcg@10 -o report.html\n"
+        "  rankbridge gate --baseline main --qrels qrels.txt run.jsonl -m ndcg@10 --max-drop 0.01\n"
+        "exit codes: 0 ok, 1 gate failed, 2 bad input or usage, 3 incomplete (budget reached or some\n"
+        "queries failed), 70 unexpected error (RANKBRIDGE_DEBUG=1 shows the traceback), 130 interrupted",
     )
+    parser.add_argument("--version", action="version", version=f"rankbridge {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     ev = sub.add_parser(
