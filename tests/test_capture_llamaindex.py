@@ -295,3 +295,27 @@ def test_capture_from_another_thread_is_process_wide(retriever: BM25Retriever) -
         t.start()
         t.join()
     assert [r.query for r in cap.records] == ["bread yeast"]
+
+
+def test_light_records_keep_no_nodes_and_read_like_the_nodes(retriever: BM25Retriever) -> None:
+    from rankbridge.callbacks._recorder import Snapshot
+
+    class Shouting(TextNode):
+        def get_content(self, metadata_mode: Any = None) -> str:  # type: ignore[override]
+            return self.text.upper()
+
+    class Static(BaseRetriever):
+        def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+            return [NodeWithScore(node=Shouting(text="scurvy", id_="s1"), score=1.0)]
+
+    with capture(frameworks=["llamaindex"]) as cap:
+        engine(retriever).query(QUERIES["q1"])
+        Static().retrieve("anything")
+    plain, shouting = cap.records
+    assert type(plain._items) is Snapshot and type(plain._final_items) is Snapshot
+    assert [(h.doc_id, h.text) for h in plain.retrieved] == [
+        (n.node.node_id, n.node.get_content()) for n in retriever.retrieve(QUERIES["q1"])
+    ]
+    # an overridden get_content is called, as when the nodes are read later
+    assert type(shouting._items) is list
+    assert [(h.doc_id, h.text) for h in shouting.retrieved] == [("s1", "SCURVY")]

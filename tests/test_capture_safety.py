@@ -275,3 +275,76 @@ def test_nested_captures_across_frameworks() -> None:
             li_app.invoke(TEXTS[1])
     assert [(r.framework, r.query) for r in outer.records] == [("langchain", TEXTS[0]), ("llamaindex", TEXTS[1])]
     assert [(r.framework, r.query) for r in inner.records] == [("llamaindex", TEXTS[1])]
+
+
+def test_bad_retain_fails_before_attaching() -> None:
+    with pytest.raises(InputError, match=r"retain must be 'light' or 'objects'\. Got 'all' instead\."):
+        capture(frameworks=(), retain="all")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("retain", ["light", "objects"])
+def test_retain_modes_give_the_same_run(app: tuple[str, Any], retain: str) -> None:
+    from rankbridge.callbacks._recorder import Snapshot
+
+    name, application = app
+    with capture(frameworks=[name], retain=retain) as light, capture(frameworks=[name], retain="objects") as objects:  # type: ignore[arg-type]
+        answers(application)
+    assert [r.to_dict()["retrieved"] for r in light.records] == [r.to_dict()["retrieved"] for r in objects.records]
+    assert [[h.text for h in r.hits] for r in light.records] == [[h.text for h in r.hits] for r in objects.records]
+    assert all(light.run.ranking(q) == objects.run.ranking(q) for q in light.queries)
+    # light records keep plain values, not the framework's result objects
+    kept = [type(r._items) is Snapshot for r in light.records]
+    assert all(kept) if retain == "light" else not any(kept)
+    if retain == "light":
+        for r in light.records:
+            assert all(v is None or isinstance(v, (str, dict)) for v in r._items)  # type: ignore[union-attr]
+
+
+def test_snapshot_keeps_odd_results_as_objects() -> None:
+    from rankbridge.callbacks._recorder import CaptureRecord, Snapshot, snapshot
+
+    class Doc:
+        def __init__(self, id: str, text: str) -> None:
+            self.id, self.page_content, self.metadata = id, text, {"k": 1}
+
+    class Other(Doc):
+        pass
+
+    assert snapshot([]) is None
+    assert snapshot(["d1", "d2"]) is None  # ids, not framework objects
+    assert snapshot([Doc("d1", "a"), Other("d2", "b")]) is None  # mixed classes
+    rec = Recorder()
+    r = CaptureRecord(framework="test", query="q", run_id="r1", retriever="Static")
+    r.set_items([Doc("d1", "a"), Doc("", "b")], None, rec)
+    assert type(r._items) is Snapshot
+    # resolution sees what it would have seen on the objects, error message and all
+    assert r.retrieved == [] and r.resolve_error is not None and "(Doc)" in r.resolve_error
+    r.set_items([Doc("d1", "a")], None, rec)
+    assert [(h.doc_id, h.text, h.metadata) for h in r.retrieved] == [("d1", "a", {"k": 1})]
+    # a callable id source needs the objects themselves
+    rec2 = Recorder(id_from=lambda d: d.id.upper())
+    assert not rec2.light
+    r2 = CaptureRecord(framework="test", query="q", run_id="r2", retriever="Static")
+    r2.set_items([Doc("d1", "a")], None, rec2)
+    rec2.add(r2)
+    assert type(r2._items) is list and [h.doc_id for h in r2.retrieved] == ["D1"]
+    # content_hash needs the text even when the hits do not keep it
+    rec3 = Recorder(id_from="content_hash", keep_text=False)
+    r3 = CaptureRecord(framework="test", query="q", run_id="r3", retriever="Static")
+    r3.set_items([Doc("", "a")], None, rec3)
+    rec3.add(r3)
+    assert type(r3._items) is Snapshot
+    assert [(h.doc_id.startswith("sha256:"), h.text) for h in r3.retrieved] == [(True, None)]
+
+
+def test_paused_langchain_capture_is_not_added_to_new_runs() -> None:
+    pytest.importorskip("langchain_core")
+    from rankbridge.callbacks.langchain import _slots
+
+    with capture(frameworks=["langchain"]) as cap:
+        slot = next(s for s in _slots if s.handler is not None and s.handler.recorder is cap.recorder)
+        assert slot.get() is slot.handler
+        cap.enabled = False
+        assert slot.get() is None
+        cap.enabled = True
+        assert slot.get() is slot.handler

@@ -40,8 +40,9 @@ Handlers never raise into the host (their failures are counted in ``cap.summary(
 never do I/O, hold a lock only to append a record, keep at most ``max_records`` records (the rest are
 counted as dropped), sample with ``sample_rate``, and return at their first line while
 ``cap.enabled`` is ``False``. Results are turned into hits (doc ids resolved with ``id_from``) only when
-:attr:`Capture.run` or :attr:`Capture.records` is read. Records keep references to the framework's
-result objects until then; scores are copied when the retrieval ends.
+:attr:`Capture.run` or :attr:`Capture.records` is read. When a retrieval ends, records copy each result's
+own id, score, text and metadata and let the framework's objects go (``retain="objects"``, or a callable
+``id_from``, keeps the objects until the run is read instead).
 
 Examples
 --------
@@ -353,6 +354,7 @@ def capture(
     name: str = "capture",
     seed: int | None = None,
     trace: bool = True,
+    retain: Literal["light", "objects"] = "light",
 ) -> Capture:
     """Record the retrievals of a running LlamaIndex / LangChain app; use as ``with capture() as cap:``.
 
@@ -386,6 +388,10 @@ def capture(
         (``trace_id``). ``False`` skips those events, which costs less on long chains (see
         docs/benchmarks.md); ``trace_id`` is then ``None``. LlamaIndex always tracks spans (they also give
         the final list, nesting and errors).
+    retain:
+        ``"light"`` (default): when a retrieval ends, copy each result's id, score, text and metadata and
+        let the framework's objects go (less garbage-collector work inside the app). ``"objects"``: keep
+        the result objects until the run is read. A callable ``id_from`` implies ``"objects"``.
 
     Returns
     -------
@@ -423,5 +429,6 @@ def capture(
         doc_map=doc_map,
         keep_text=keep_text,
         seed=seed,
+        retain=retain,
     )
     return Capture(recorder, QueryMatcher(golden), frameworks=chosen, name=name, trace=trace)

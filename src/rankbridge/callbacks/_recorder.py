@@ -3,8 +3,9 @@
 Handlers (:mod:`rankbridge.callbacks.llamaindex`, :mod:`rankbridge.callbacks.langchain`) run inside the
 host application, on its threads and its event loop. Everything they call here is therefore
 
-* cheap -- no I/O, no framework object is converted on the hot path (a record keeps a snapshot of the
-  result list and is turned into :class:`~rankbridge.Hit` objects only when the run is read);
+* cheap -- no I/O; a record copies a few plain values of each result (its own id, text, a reference to
+  its metadata, its score: a :class:`Snapshot`) so that the framework's objects can be freed, and is
+  turned into :class:`~rankbridge.Hit` objects (doc ids resolved) only when the run is read;
 * bounded -- at most ``max_records`` records are kept, later ones are counted in
   :attr:`Recorder.dropped`;
 * thread- and task-safe -- one short lock guards the record list and the counters, never held
@@ -33,6 +34,7 @@ import contextlib
 import contextvars
 import functools
 import hashlib
+import operator
 import random
 import threading
 import time
@@ -43,7 +45,7 @@ from types import MappingProxyType
 from typing import Any, ParamSpec, TypeVar
 
 from rankbridge.errors import InputError, RankbridgeError
-from rankbridge.retriever import IdSpec, normalize_hits
+from rankbridge.retriever import _ID_KIND, _TEXT_KIND, IdSpec, _normalize_spec, _own_id, _text, normalize_hits
 from rankbridge.types import GoldenSet, Hit, Query
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "normalize_query",
     "query_id",
     "query_key",
+    "snapshot",
 ]
 
 #: The metadata key (LangChain ``config={"metadata": {...}}``, LlamaIndex ``instrument_tags``) and tag
@@ -166,6 +169,139 @@ def query_key(text: str) -> str:
     'q:6073f433fe96'
     """
     return "q:" + hashlib.sha256(normalize_query(text).encode("utf-8")).hexdigest()[:12]
+
+
+# -- light snapshots of framework results ---------------------------------------------------------
+#: Methods and properties known to return a plain attribute, which the snapshot then reads directly:
+#: LlamaIndex ``TextNode.get_content`` (called without arguments) returns ``self.text`` and the
+#: ``BaseNode.node_id`` property returns ``self.id_`` (the LlamaIndex handler registers them).
+PLAIN_ATTRS: dict[Any, str] = {}
+
+_NOT_FRAMEWORK = (str, bytes, bytearray, int, float, Hit, Mapping, tuple, list)
+#: (class, text?, ref?) -> (getter, field names), or None for a class that is not snapshotted
+_GETTERS: dict[tuple[type, bool, bool], tuple[Callable[[Any], Any], tuple[str, ...]] | None] = {}
+
+
+class Snapshot(list):  # type: ignore[type-arg]
+    """What a record keeps of a result list in ``retain="light"`` mode: a flat list of plain values.
+
+    ``len(fields)`` entries per result, in rank order: the object's own id (``node_id`` / ``id``), its
+    metadata mapping, and, when needed, its text and its ``ref_doc_id``. Every result is of class
+    ``cls``. Ids and texts are strings, which the garbage collector does not track, so a record no
+    longer keeps the framework's objects (and their many dicts) alive until the run is read.
+    """
+
+    __slots__ = ("cls", "fields")
+    cls: type
+    fields: tuple[str, ...]
+
+
+class _SnapDoc:
+    """A result rebuilt from a :class:`Snapshot`, shaped so that ``normalize_hits`` reads it exactly as
+    it read the original object (own id under ``id``, text under ``text``, ``metadata``, ``ref_doc_id``)."""
+
+    __slots__ = ("id", "metadata", "ref_doc_id", "text")
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self.id = values.get("id")
+        text = values.get("text")
+        self.text = text if isinstance(text, str) else None
+        self.metadata = values.get("metadata")
+        self.ref_doc_id = values.get("ref_doc_id")
+
+
+_SNAP_TYPES: dict[str, type[_SnapDoc]] = {}
+
+
+def _snap_type(name: str) -> type[_SnapDoc]:
+    # named after the original class, so that error messages ("result at rank 2 (Document) ...") are unchanged
+    cls = _SNAP_TYPES.get(name)
+    if cls is None:
+        if len(_SNAP_TYPES) >= 1000:
+            return _SnapDoc
+        cls = _SNAP_TYPES[name] = type(name, (_SnapDoc,), {"__slots__": ()})
+    return cls
+
+
+def _attrs(*names: str) -> Callable[[Any], tuple[Any, ...]]:
+    get = operator.attrgetter(*names)
+    return get if len(names) > 1 else lambda obj: (get(obj),)  # type: ignore[return-value]
+
+
+def _getter(obj: Any, text: bool, ref: bool) -> tuple[Callable[[Any], Any], tuple[str, ...]] | None:
+    """How to snapshot objects of ``type(obj)``: read the attributes ``normalize_hits`` would read.
+
+    ``None`` for anything that is not a framework object (ids, dicts, hits...: kept as they are) or
+    whose text needs a method call other than a known plain ``get_content``.
+    """
+    cls = type(obj)
+    out: tuple[Callable[[Any], Any], tuple[str, ...]] | None = None
+    if obj is not None and not isinstance(obj, _NOT_FRAMEWORK):
+        _own_id(obj)  # decide the id and text attributes exactly as normalize_hits does
+        _text(obj)
+        id_kind, text_kind = _ID_KIND.get(cls), _TEXT_KIND.get(cls)
+        if text_kind == "get_content":
+            text_kind = PLAIN_ATTRS.get(getattr(cls, "get_content", None), text_kind)
+        if id_kind is not None:
+            id_kind = PLAIN_ATTRS.get(getattr(cls, id_kind, None), id_kind)
+        if id_kind is not None and text_kind is not None and (text_kind != "get_content" or not text):
+            names = [id_kind, "metadata"] + ([text_kind] if text else []) + (["ref_doc_id"] if ref else [])
+            fields = ("id", "metadata") + (("text",) if text else ()) + (("ref_doc_id",) if ref else ())
+            out = (_attrs(*names), fields)
+    if len(_GETTERS) < 10_000:
+        _GETTERS[(cls, text, ref)] = out
+    return out
+
+
+def snapshot(objs: Sequence[Any], *, text: bool = True, ref: bool = False) -> Snapshot | None:
+    """Copy what doc-id resolution needs from framework results (see :class:`Snapshot`).
+
+    ``None`` (the caller keeps the objects) when the list is empty, mixes classes, or holds anything
+    that is not a framework object or cannot be read.
+
+    Examples
+    --------
+    >>> class Doc:
+    ...     def __init__(self, id, page_content):
+    ...         self.id, self.page_content, self.metadata = id, page_content, {}
+    >>> snap = snapshot([Doc("d1", "hello")])
+    >>> list(snap), snap.fields, snap.cls.__name__
+    (['d1', {}, 'hello'], ('id', 'metadata', 'text'), 'Doc')
+    >>> snapshot(["d1"]) is None
+    True
+    """
+    if not objs:
+        return None
+    cls = type(objs[0])
+    try:
+        how = _GETTERS.get((cls, text, ref), False)
+        if how is False:
+            how = _getter(objs[0], text, ref)
+        if how is None:
+            return None
+        get, fields = how  # type: ignore[misc]
+        out = Snapshot()
+        add = out.extend
+        for obj in objs:
+            if type(obj) is not cls:
+                return None
+            add(get(obj))
+    except Exception:
+        return None
+    out.cls = cls
+    out.fields = fields
+    return out
+
+
+def _unsnap(snap: Snapshot, scores: list[Any] | None) -> list[tuple[_SnapDoc, Any]]:
+    fields = snap.fields
+    stride = len(fields)
+    make = _snap_type(snap.cls.__name__)
+    out = []
+    for i in range(0, len(snap), stride):
+        doc = make(dict(zip(fields, snap[i : i + stride], strict=True)))
+        out.append((doc, None if scores is None else scores[i // stride]))
+    return out
 
 
 class CaptureRecord:
@@ -285,20 +421,23 @@ class CaptureRecord:
         )
 
     # -- filled in by handlers (cheap: list copies of references and score snapshots) --------------
-    def set_items(self, items: Iterable[Any], scores: list[Any] | None = None) -> None:
+    def set_items(
+        self, items: Iterable[Any], scores: list[Any] | None = None, recorder: Recorder | None = None
+    ) -> None:
         """Keep the retrieved list (rank order): framework objects, or objects plus a snapshot of scores.
 
         ``scores`` (one per item) are paired with ``item.node`` (LlamaIndex ``NodeWithScore``) or the
         item itself when the hits are built; rerankers mutate scores in place, so handlers copy them.
+        With a ``recorder`` in ``retain="light"`` mode the objects are replaced by a :class:`Snapshot`.
         """
-        self._items = list(items)
-        self._scores = scores
+        self._items, self._scores = _keep(items, scores, recorder)
         self._cache = None
 
-    def set_final(self, items: Iterable[Any], scores: list[Any] | None = None) -> None:
+    def set_final(
+        self, items: Iterable[Any], scores: list[Any] | None = None, recorder: Recorder | None = None
+    ) -> None:
         """Keep the list that reached the application after post-processing (reranking, filtering)."""
-        self._final_items = list(items)
-        self._final_scores = scores
+        self._final_items, self._final_scores = _keep(items, scores, recorder)
         self._cache = None
 
     def add_nested(self, record: CaptureRecord) -> None:
@@ -330,7 +469,9 @@ class CaptureRecord:
         hits: list[Hit] = []
         notes: list[str] = []
         if items is not None:
-            if scores is not None:
+            if type(items) is Snapshot:
+                items = _unsnap(items, scores)
+            elif scores is not None:
                 items = [(getattr(i, "node", i), sc) for i, sc in zip(items, scores, strict=False)]
             resolve = self._resolve or _default_resolve
             try:
@@ -410,6 +551,18 @@ class CaptureRecord:
         }
 
 
+def _keep(items: Iterable[Any], scores: list[Any] | None, recorder: Recorder | None) -> tuple[list[Any], Any]:
+    """The list a record keeps: a :class:`Snapshot` when the recorder allows it, else the objects."""
+    if not isinstance(items, (list, tuple)):
+        items = list(items)
+    if recorder is not None and recorder.light:
+        objs = items if scores is None else [getattr(i, "node", i) for i in items]
+        snap = snapshot(objs, text=recorder.snap_text, ref=recorder.snap_ref)
+        if snap is not None:
+            return snap, scores
+    return list(items), scores
+
+
 def _default_resolve(items: list[Any]) -> tuple[list[Hit], list[str]]:
     return normalize_hits(items, k=max(len(items), 1))
 
@@ -429,6 +582,12 @@ class Recorder:
         records are read, never inside the host's call.
     seed:
         Seed of the sampling generator, for reproducible sampling.
+    retain:
+        ``"light"`` (default): when a retrieval ends, copy each result's own id, text, metadata (and
+        ``ref_doc_id`` when ``id_from`` uses it) and let the framework's objects go, which keeps the
+        garbage collector's work (part of the overhead inside the app) down. ``"objects"``: keep
+        references to the result objects until the records are read. A callable ``id_from`` needs the
+        objects, so it implies ``"objects"``.
 
     Attributes
     ----------
@@ -447,7 +606,10 @@ class Recorder:
         doc_map: Mapping[str, str] | Callable[[str], str | None] | None = None,
         keep_text: bool = True,
         seed: int | None = None,
+        retain: str = "light",
     ) -> None:
+        if retain not in ("light", "objects"):
+            raise InputError(f"retain must be 'light' or 'objects'. Got {retain!r} instead.")
         if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
             raise InputError(f"max_records must be an int >= 1. Got {max_records!r} instead.")
         if (
@@ -463,6 +625,12 @@ class Recorder:
         self.id_from = id_from
         self.doc_map = doc_map
         self.keep_text = keep_text
+        self.retain = retain
+        specs = _normalize_spec(id_from)
+        # what a light snapshot must copy; a callable id source needs the object itself
+        self.light = retain == "light" and not any(callable(sp) for sp in specs)
+        self.snap_text = bool(keep_text) or "content_hash" in specs
+        self.snap_ref = "ref_doc_id" in specs
         self.enabled = True
         self.dropped = 0
         self.sampled_out = 0

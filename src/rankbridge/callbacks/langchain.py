@@ -71,6 +71,14 @@ class _Tap:
     def run_end(self, run_id: UUID) -> None:
         self._parents.pop(run_id, None)
 
+    @guarded
+    def guarded_run_start(self, run_id: UUID, parent_run_id: UUID | None) -> None:
+        self.run_start(run_id, parent_run_id)
+
+    @guarded
+    def guarded_run_end(self, run_id: UUID) -> None:
+        self.run_end(run_id)
+
     def _trace(self, parent_run_id: UUID) -> UUID:
         cur = parent_run_id
         for _ in range(256):
@@ -147,7 +155,7 @@ class _Tap:
         if record is None:
             return
         record.latency = time.perf_counter() - record._t0
-        record.set_items(documents)
+        record.set_items(documents, None, self._recorder)
         if record._is_nested:
             return
         if record.nested:
@@ -248,7 +256,8 @@ class RankbridgeCallbackHandler(BaseCallbackHandler):
         """Close the record with the error."""
         self._tap.retriever_error(error, run_id)
 
-    @guarded
+    # chain and tool events come for every run of a chain: their bookkeeping (a dict insert and a pop)
+    # is inlined, and a failure goes through the guarded methods of _Tap, which count it
     def on_chain_start(
         self,
         serialized: dict[str, Any] | None,
@@ -259,17 +268,26 @@ class RankbridgeCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Remember the chain's parent (for the trace id)."""
-        self._tap.run_start(run_id, parent_run_id)
+        try:
+            tap = self._tap
+            if self._recorder.enabled and len(tap._parents) < _MAX_OPEN:
+                tap._parents[run_id] = parent_run_id
+        except Exception:
+            self._tap.guarded_run_start(run_id, parent_run_id)
 
-    @guarded
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """Forget the chain."""
-        self._tap.run_end(run_id)
+        try:
+            self._tap._parents.pop(run_id, None)
+        except Exception:
+            self._tap.guarded_run_end(run_id)
 
-    @guarded
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """Forget the chain."""
-        self._tap.run_end(run_id)
+        try:
+            self._tap._parents.pop(run_id, None)
+        except Exception:
+            self._tap.guarded_run_end(run_id)
 
     @guarded
     def on_tool_start(
@@ -435,8 +453,8 @@ class _HookSlot:
     """Stands in for the ContextVar of a langchain_core configure hook: ``get()`` returns our handler.
 
     A real ContextVar would not reach threads the application starts itself; a slot is process-wide.
-    Hooks cannot be unregistered, so slots are registered once and reused; an empty slot costs one
-    method call per LangChain run.
+    Hooks cannot be unregistered, so slots are registered once and reused; an empty slot (or one whose
+    capture is paused) costs one method call per LangChain run.
     """
 
     __slots__ = ("handler",)
@@ -445,7 +463,12 @@ class _HookSlot:
         self.handler: RankbridgeCallbackHandler | None = None
 
     def get(self, default: Any = None) -> RankbridgeCallbackHandler | None:
-        return self.handler
+        handler = self.handler
+        # a paused capture is not added to new runs at all (LangChain then has one handler less to
+        # carry through every child run); runs configured while it was enabled keep it
+        if handler is not None and not handler._recorder.enabled:
+            return None
+        return handler
 
 
 _slots: list[_HookSlot] = []

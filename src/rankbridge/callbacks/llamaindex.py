@@ -44,8 +44,10 @@ from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
+from llama_index.core.schema import BaseNode, TextNode
 
 from rankbridge.callbacks._recorder import (
+    PLAIN_ATTRS,
     QUERY_ID_KEY,
     CaptureRecord,
     Recorder,
@@ -56,6 +58,21 @@ from rankbridge.callbacks._recorder import (
 )
 
 __all__ = ["RankbridgeEventHandler", "RankbridgeSpanHandler", "attach"]
+
+# TextNode.get_content() (metadata mode NONE) returns self.text, BaseNode.node_id returns self.id_:
+# snapshots of result nodes read the attributes directly (subclasses that override them are called)
+PLAIN_ATTRS[TextNode.get_content] = "text"
+PLAIN_ATTRS[BaseNode.__dict__["node_id"]] = "id_"
+
+_EVENT_TYPES: dict[type, bool] = {}  # event class -> is it a retrieval event (LlamaIndex sends ~12 per query)
+
+
+def _event_type(event: Any) -> bool:
+    wanted = isinstance(event, (RetrievalStartEvent, RetrievalEndEvent))
+    if len(_EVENT_TYPES) < 10_000:
+        _EVENT_TYPES[type(event)] = wanted
+    return wanted
+
 
 #: Bound on open spans / retrievals tracked at once.
 _MAX_OPEN = 100_000
@@ -106,7 +123,7 @@ class _Tap:
     @guarded
     def span_exit(self, id_: str, result: Any) -> None:
         parent = self._parents.pop(id_, None)
-        if self._waiting:
+        if id_ in self._waiting:
             self._finish_waiting(id_, parent, result)
 
     @guarded
@@ -118,7 +135,7 @@ class _Tap:
         scores = _scores(final) if final is not None else None
         if final is not None and scores is not None:
             if len(waiting) == 1:  # several retrievals under one result: which list is whose is unknown
-                waiting[0].set_final(final, scores)
+                waiting[0].set_final(final, scores, self._recorder)
             return
         if parent is not None and parent in self._parents:
             self._waiting.setdefault(parent, []).extend(waiting)
@@ -196,7 +213,7 @@ class _Tap:
             return
         record.latency = time.perf_counter() - record._t0
         nodes = event.nodes
-        record.set_items(nodes, _scores(nodes))
+        record.set_items(nodes, _scores(nodes), self._recorder)
         if record._is_nested:
             return
         if record.nested:
@@ -220,7 +237,14 @@ class RankbridgeEventHandler(BaseEventHandler):  # type: ignore[misc]
 
     def handle(self, event: Any, **kwargs: Any) -> None:
         """Record retrieval start and end events (other events return at once)."""
-        self.tap.event(event)
+        try:
+            wanted = _EVENT_TYPES.get(type(event))
+            if wanted is None:
+                wanted = _event_type(event)
+        except Exception:
+            wanted = True  # the guarded path decides (and counts any failure)
+        if wanted:
+            self.tap.event(event)
 
 
 class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
@@ -259,7 +283,7 @@ class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
         try:
             tap = self.tap
             parent = tap._parents.pop(id_, None)
-            if tap._waiting:
+            if id_ in tap._waiting:
                 tap._finish_waiting(id_, parent, result)
         except Exception:
             self.tap.span_exit(id_, result)
