@@ -173,23 +173,14 @@ class _Tap:
             self._recorder.add(record)
 
 
-class RankbridgeCallbackHandler(BaseCallbackHandler):
-    """A LangChain callback handler that records retrievals into a :class:`~rankbridge.callbacks.Recorder`.
+class _HandlerSettings:
+    """What the sync and async handlers share: the recorder and which events LangChain may skip.
 
-    Works for sync and async runs (it runs inline: its methods never block). Every method is wrapped
-    so that a failure of rankbridge's bookkeeping is counted, never raised into the application.
-
-    Parameters
-    ----------
-    recorder:
-        Where records go; a new default :class:`~rankbridge.callbacks.Recorder` when omitted.
-    trace:
-        Follow chain and tool runs to give each retrieval the id of its outermost run (``trace_id``).
-        ``False`` skips those events (less overhead on long chains; ``trace_id`` is then ``None``).
+    Listed first among the bases, so these properties take precedence over LangChain's defaults.
     """
 
-    run_inline = True
-    raise_error = False
+    _recorder: Recorder
+    _tap: _Tap
 
     def __init__(self, recorder: Recorder | None = None, *, trace: bool = True) -> None:
         self._recorder = recorder if recorder is not None else Recorder()
@@ -229,6 +220,25 @@ class RankbridgeCallbackHandler(BaseCallbackHandler):
     @property
     def ignore_agent(self) -> bool:
         return not (self._tap.trace and self._recorder.enabled)
+
+
+class RankbridgeCallbackHandler(_HandlerSettings, BaseCallbackHandler):
+    """A LangChain callback handler that records retrievals into a :class:`~rankbridge.callbacks.Recorder`.
+
+    Works for sync and async runs (it runs inline: its methods never block). Every method is wrapped
+    so that a failure of rankbridge's bookkeeping is counted, never raised into the application.
+
+    Parameters
+    ----------
+    recorder:
+        Where records go; a new default :class:`~rankbridge.callbacks.Recorder` when omitted.
+    trace:
+        Follow chain and tool runs to give each retrieval the id of its outermost run (``trace_id``).
+        ``False`` skips those events (less overhead on long chains; ``trace_id`` is then ``None``).
+    """
+
+    run_inline = True
+    raise_error = False
 
     @guarded
     def on_retriever_start(
@@ -313,7 +323,7 @@ class RankbridgeCallbackHandler(BaseCallbackHandler):
         self._tap.run_end(run_id)
 
 
-class RankbridgeAsyncCallbackHandler(AsyncCallbackHandler):
+class RankbridgeAsyncCallbackHandler(_HandlerSettings, AsyncCallbackHandler):
     """The async twin of :class:`RankbridgeCallbackHandler`, for ``config={"callbacks": [...]}`` in async code.
 
     Its coroutines do no I/O and never await, so they finish in one step of the event loop.
@@ -329,44 +339,6 @@ class RankbridgeAsyncCallbackHandler(AsyncCallbackHandler):
     """
 
     raise_error = False
-
-    def __init__(self, recorder: Recorder | None = None, *, trace: bool = True) -> None:
-        self._recorder = recorder if recorder is not None else Recorder()
-        self._tap = _Tap(self._recorder, trace=trace)
-
-    @property
-    def recorder(self) -> Recorder:
-        """The recorder this handler writes to."""
-        return self._recorder
-
-    @property
-    def ignore_llm(self) -> bool:
-        return True
-
-    @property
-    def ignore_chat_model(self) -> bool:
-        return True
-
-    @property
-    def ignore_retry(self) -> bool:
-        return True
-
-    @property
-    def ignore_custom_event(self) -> bool:
-        return True
-
-    # while paused (or without trace), LangChain does not call us at all
-    @property
-    def ignore_retriever(self) -> bool:
-        return not self._recorder.enabled
-
-    @property
-    def ignore_chain(self) -> bool:
-        return not (self._tap.trace and self._recorder.enabled)
-
-    @property
-    def ignore_agent(self) -> bool:
-        return not (self._tap.trace and self._recorder.enabled)
 
     async def on_retriever_start(  # type: ignore[override]
         self,
