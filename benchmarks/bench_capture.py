@@ -8,18 +8,19 @@ Pipelines (all offline, over the same 200-passage synthetic corpus, BM25, top 10
 * ``LlamaIndex retriever``: ``BM25Retriever.retrieve(q)`` (llama-index-retrievers-bm25).
 * ``LlamaIndex query engine``: ``RetrieverQueryEngine.query(q)`` with ``MockLLM``.
 
-Each pipeline runs in three modes, interleaved over repetitions (the order rotates each repetition):
-``off`` (no capture attached), ``on`` (``capture()`` attached and recording every retrieval) and
-``paused`` (attached, ``cap.enabled = False``), ``objects`` (``capture(retain="objects")``: records keep
-the framework's result objects instead of a light snapshot) and, for LangChain, ``notrace``
-(``capture(trace=False)``). A block is ``--n`` calls; the figure per mode is the
-median over repetitions of the mean time per call, and the overhead is ``on - off`` (and
-``paused - off``). The ``read`` column is the cost, outside the application's call, of turning one
-record into hits when ``cap.run`` is read. ``handler floor`` times the handler methods alone on a
-prebuilt result list (no framework around them), the part of the overhead that is rankbridge's code.
+Each pipeline runs in these modes, interleaved over repetitions (a fresh random order each repetition):
+``off`` (no capture attached), ``on`` (``capture()`` with its defaults, recording every retrieval), ``paused``
+(attached, ``cap.enabled = False``), ``objects`` (``capture(retain="objects")``: records keep the framework's
+result objects instead of a light snapshot) and, for LangChain, ``trace`` (``capture(trace=True)``: the
+handler rides on every run of the chain, to give each record its ``trace_id``). A block is ``--n`` calls; a
+repetition gives one mean time per call for every mode, and the overhead of a mode is the median over
+repetitions of its paired difference with ``off`` in the same repetition, with a 95% percentile-bootstrap
+interval of that median. The ``read`` column is the cost, outside the application's call, of turning one
+record into hits when ``cap.run`` is read. ``handler floor`` times the handler methods alone on a prebuilt
+result list (no framework around them), the part of the overhead that is rankbridge's code.
 
-Usage: ``.venv/bin/python benchmarks/bench_capture.py [--reps 15] [--n 200] [--write]``
-(about a minute on 2 cores). ``--write`` replaces the capture section of docs/benchmarks.md.
+Usage: ``.venv/bin/python benchmarks/bench_capture.py [--reps 30] [--n 200] [--write]``
+(about three minutes on 2 cores). ``--write`` replaces the capture section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -161,25 +162,33 @@ def block(fn: Callable[[str], Any], qs: list[str], n: int) -> tuple[float, float
     return cpu, wall
 
 
+def paired(on: list[float], off: list[float], *, resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """Median of the paired differences ``on - off`` and its 95% percentile-bootstrap interval."""
+    diffs = [a - b for a, b in zip(on, off, strict=True)]
+    rng = random.Random(seed)
+    boot = sorted(statistics.median(rng.choices(diffs, k=len(diffs))) for _ in range(resamples))
+    return statistics.median(diffs), boot[int(0.025 * resamples)], boot[int(0.975 * resamples) - 1]
+
+
 def measure(name: str, fn: Callable[[str], Any], qs: list[str], *, reps: int, n: int) -> dict[str, Any]:
     framework = "langchain" if name.startswith("LangChain") else "llamaindex"
     for q in qs[:20]:  # warm up caches, lazy imports, JIT-free but first-call costs
         fn(q)
-    modes = ["off", "on", "paused", "objects"] + (["notrace"] if framework == "langchain" else [])
+    modes = ["off", "on", "paused", "objects"] + (["trace"] if framework == "langchain" else [])
     times: dict[str, list[float]] = {m: [] for m in modes}
     walls: dict[str, list[float]] = {m: [] for m in modes}
     gcs: dict[str, list[float]] = {m: [] for m in modes}
     reads: list[float] = []
-    k = len(modes)
-    for r in range(reps):
-        for mode in modes[r % k :] + modes[: r % k]:
+    order_rng = random.Random(reps)
+    for _ in range(reps):
+        for mode in order_rng.sample(modes, len(modes)):
             if mode == "off":
                 cpu, wall = block(fn, qs, n)
             else:
                 with capture(
                     frameworks=[framework],
                     max_records=n + 10,
-                    trace=mode != "notrace",
+                    trace=mode == "trace",
                     retain="objects" if mode == "objects" else "light",
                 ) as cap:
                     cap.enabled = mode != "paused"
@@ -199,17 +208,15 @@ def measure(name: str, fn: Callable[[str], Any], qs: list[str], *, reps: int, n:
                 assert len(run) > 0
     med = {m: statistics.median(v) for m, v in times.items()}
     return {
-        "notrace_overhead": med["notrace"] - med["off"] if "notrace" in med else None,
         "name": name,
         "off": med["off"],
         "on": med["on"],
-        "paused": med["paused"],
-        "overhead": med["on"] - med["off"],
-        "paused_overhead": med["paused"] - med["off"],
-        "objects_overhead": med["objects"] - med["off"],
-        "paired": statistics.median(a - b for a, b in zip(times["on"], times["off"], strict=True)),
+        "overhead": paired(times["on"], times["off"]),
+        "trace_overhead": paired(times["trace"], times["off"]) if "trace" in times else None,
+        "paused_overhead": paired(times["paused"], times["off"]),
+        "objects_overhead": paired(times["objects"], times["off"]),
         "wall_off": statistics.median(walls["off"]),
-        "wall_overhead": statistics.median(walls["on"]) - statistics.median(walls["off"]),
+        "wall_overhead": paired(walls["on"], walls["off"])[0],
         "read": statistics.median(reads),
         "gc": {m: statistics.median(v) for m, v in gcs.items()},
     }
@@ -301,29 +308,31 @@ def report(results: list[dict[str, Any]], floor: dict[str, float], args: argpars
         f"rank-bm25 {_version('rank-bm25')}",
         f"- Machine: {platform.system()} {platform.machine()}, nproc={os.cpu_count()}, {_cpu()}; load average at "
         f"start {load:.2f} (wall time; other processes share the machine)",
-        f"- Method: {args.reps} repetitions x {args.n} calls per mode, modes interleaved; medians over "
-        "repetitions of the mean time per call. 200 synthetic passages, BM25, top 10, 50 distinct queries.",
+        f"- Method: {args.reps} repetitions x {args.n} calls per mode, modes in a fresh random order each "
+        "repetition; overhead = median over repetitions of the paired difference with `off`, [95% bootstrap "
+        "interval]. 200 synthetic passages, BM25, top 10, 50 distinct queries.",
         "- Times are CPU time of the process (`time.process_time`), because the machine is shared and wall "
         "time swings by more than the overhead; the wall-time overhead is shown for reference.",
         "",
-        "Per retrieval, microseconds of CPU time (target: capture overhead < 50 µs):",
+        f"Per retrieval, microseconds of CPU time (target: capture overhead < {TARGET_US:.0f} µs):",
         "",
-        "| pipeline | off | on | overhead (on - off) | paired median | `trace=False` - off | "
-        '`retain="objects"` - off | paused - off | wall: off / overhead | read (per record) |',
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        '| pipeline | off | overhead of `capture()` | `trace=True` | `retain="objects"` | paused | '
+        "wall: off / overhead | read (per record) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+
+    def ci(x: tuple[float, float, float] | None) -> str:
+        return "n/a" if x is None else f"{us(x[0])} [{us(x[1])}, {us(x[2])}]"
+
     for r in results:
-        notrace = "n/a" if r["notrace_overhead"] is None else us(r["notrace_overhead"])
         lines.append(
-            f"| {r['name']} | {us(r['off'])} | {us(r['on'])} | **{us(r['overhead'])}** | {us(r['paired'])} | "
-            f"{notrace} | {us(r['objects_overhead'])} | {us(r['paused_overhead'])} | "
-            f"{us(r['wall_off'])} / {us(r['wall_overhead'])} | "
-            f"{us(r['read'])} |"
+            f"| {r['name']} | {us(r['off'])} | **{ci(r['overhead'])}** | {ci(r['trace_overhead'])} | "
+            f"{ci(r['objects_overhead'])} | {ci(r['paused_overhead'])} | "
+            f"{us(r['wall_off'])} / {us(r['wall_overhead'])} | {us(r['read'])} |"
         )
     lines += [
         "",
-        "Garbage collection during the calls, µs of CPU time per call (median over repetitions; steadier than "
-        "the differences above):",
+        "Garbage collection during the calls, µs of CPU time per call (median over repetitions):",
         "",
         '| pipeline | off | on | `retain="objects"` |',
         "| --- | ---: | ---: | ---: |",
@@ -331,38 +340,36 @@ def report(results: list[dict[str, Any]], floor: dict[str, float], args: argpars
     lines += [
         f"| {r['name']} | {us(r['gc']['off'])} | {us(r['gc']['on'])} | {us(r['gc']['objects'])} |" for r in results
     ]
-    lines += ["", "Handler methods alone (no framework around them), per retrieval, CPU time:", ""]
+    lines += ["", "Handler methods alone (no framework around them, hot caches), per retrieval, CPU time:", ""]
     lines += ["| handler | µs |", "| --- | ---: |"]
     lines += [f"| {k} | {us(v)} |" for k, v in floor.items()]
-    met = [r["name"] for r in results if r["overhead"] * 1e6 < TARGET_US]
-    borderline = [r["name"] for r in results if r["name"] in met and r["paired"] * 1e6 >= TARGET_US]
+    sure = [r["name"] for r in results if r["overhead"][2] * 1e6 < TARGET_US]
+    point = [r["name"] for r in results if r["overhead"][0] * 1e6 < TARGET_US and r["name"] not in sure]
+    over = [r["name"] for r in results if r["overhead"][0] * 1e6 >= TARGET_US]
     lines += [
         "",
-        f"Pipelines within the {TARGET_US:.0f} µs target (on - off): {len(met)} of {len(results)} "
-        f"({', '.join(met) or 'none'})"
-        + (f"; not by the paired median: {', '.join(borderline)}" if borderline else "")
-        + ". What the overhead is made of:",
+        f"Against the {TARGET_US:.0f} µs target: within it, whole interval below: {', '.join(sure) or 'none'}; "
+        f"median below but the interval reaches it: {', '.join(point) or 'none'}; above: {', '.join(over) or 'none'}.",
         "",
-        "1. rankbridge's own handler code: the handler table above (a few µs per retrieval).",
-        "2. The framework carrying one more handler through every run: LangChain adds it to the callback "
-        "manager of every run of a chain and calls it for chain events (skipped with `capture(trace=False)`), "
-        "LlamaIndex calls the span handler for every span and the event handler for every event. A paused "
-        "capture is not added to new LangChain runs at all, so its `paused - off` is LlamaIndex's part alone.",
+        "What the overhead is made of:",
+        "",
+        "1. rankbridge's own handler code: the handler table above, a few µs with hot caches; inside a "
+        "pipeline the same code runs with cold caches and costs more.",
+        "2. The framework carrying one more handler. LangChain charges every handler on every run it is "
+        "attached to, even one that ignores their events (callback managers copied per run; the chat model "
+        "checks each handler against a runtime protocol before deciding whether to stream). By default "
+        "`capture()` hands its handler to retriever runs only (the configure hook looks at which code is "
+        "starting the run), so a chain's other runs do not carry it; `trace=True` puts it on every run to "
+        "record each retrieval's outermost run, the `trace=True` column. LlamaIndex calls the span handler for "
+        "every span (12 in the query engine) and the event handler for every event (12); `paused` is about "
+        "that part alone. A paused capture is not added to new LangChain runs at all.",
         "3. The garbage collector: records keep a light snapshot of each result (own id, text, metadata "
-        "reference, score) and let the framework's objects go. Keeping the objects instead "
-        '(`retain="objects"`, what records did before the snapshot) makes Python run young-generation '
-        "collections during the app's calls (LlamaIndex builds fresh nodes for every retrieval): that column "
-        "shows the cost.",
+        'reference, score) and let the framework\'s objects go; `retain="objects"` keeps the objects, which '
+        "makes Python run more collections during the app's calls when the framework builds fresh result "
+        "objects for every retrieval (LlamaIndex does).",
         "",
-        "The LCEL chain stays above the target: most of its overhead is LangChain carrying any extra handler "
-        "through the chain's six runs (new callback managers per run; the chat model checks every handler "
-        "against a runtime protocol to decide whether to stream), not rankbridge's code. Before paused "
-        "captures were left out of new runs, that part alone measured about 40 µs (`paused - off` with the "
-        "handler attached). `capture(trace=False)` saves the chain events (and `trace_id`).",
-        "",
-        "Figures are medians on a shared 2-core machine under load; differences of 10-30 µs between runs are "
-        "noise (a negative figure means noise exceeded the overhead). `read` is paid when `cap.run` is read, "
-        "never inside the application's call.",
+        "Figures are medians on a shared 2-core machine; a negative figure means noise exceeded the overhead. "
+        "`read` is paid when `cap.run` is read, never inside the application's call.",
     ]
     return "\n".join(lines)
 
@@ -383,7 +390,7 @@ def write_section(body: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--n", type=int, default=200, help="calls per timed block")
     parser.add_argument("--write", action="store_true", help="replace the capture section of docs/benchmarks.md")
     args = parser.parse_args()
@@ -397,9 +404,9 @@ def main() -> None:
     for name, fn in pipelines.items():
         r = measure(name, fn, qs, reps=args.reps, n=args.n)
         print(
-            f"{name:28s} off {us(r['off'])} µs  on {us(r['on'])} µs  overhead {us(r['overhead'])} µs  "
-            f"paired {us(r['paired'])} µs  paused {us(r['paused_overhead'])} µs  read {us(r['read'])} µs  "
-            f"gc on/objects {us(r['gc']['on'])}/{us(r['gc']['objects'])} µs",
+            f"{name:28s} off {us(r['off'])} µs  overhead {us(r['overhead'][0])} µs "
+            f"[{us(r['overhead'][1])}, {us(r['overhead'][2])}]  paused {us(r['paused_overhead'][0])} µs  "
+            f"read {us(r['read'])} µs  gc on/objects {us(r['gc']['on'])}/{us(r['gc']['objects'])} µs",
             flush=True,
         )
         results.append(r)

@@ -90,10 +90,11 @@ def assert_run_equals_direct(run: Run, retriever: BaseRetriever, queries: dict[s
         assert run.ranking(qid) == direct(retriever, text), qid
 
 
-def test_chain_capture_equals_direct_calls(retriever: BM25Retriever) -> None:
+@pytest.mark.parametrize("trace", [False, True], ids=["retriever-runs", "trace"])
+def test_chain_capture_equals_direct_calls(retriever: BM25Retriever, trace: bool) -> None:
     chain = make_chain(retriever)
     answers_plain = [chain.invoke(t) for t in QUERIES.values()]
-    with capture(golden=GOLDEN, frameworks=["langchain"]) as cap:
+    with capture(golden=GOLDEN, frameworks=["langchain"], trace=trace) as cap:
         assert cap.attached == ("langchain",)
         roots = [uuid4() for _ in QUERIES]
         answers = [chain.invoke(t, config={"run_id": root}) for t, root in zip(QUERIES.values(), roots, strict=True)]
@@ -105,7 +106,8 @@ def test_chain_capture_equals_direct_calls(retriever: BM25Retriever) -> None:
     assert rec.query == QUERIES["q1"]
     # nested in a RunnableParallel inside the sequence: the parent is a sub-chain, the trace the root run
     assert rec.parent_id is not None and rec.parent_id != str(roots[0])
-    assert [r.trace_id for r in cap.records] == [str(r) for r in roots]
+    assert len({r.parent_id for r in cap.records}) == len(QUERIES)
+    assert [r.trace_id for r in cap.records] == ([str(r) for r in roots] if trace else [None] * len(QUERIES))
     assert rec.latency is not None and rec.latency >= 0
     assert rec.final is None and rec.error is None
     assert [h.text for h in rec.retrieved] == [CORPUS[d] for d in direct(retriever, QUERIES["q1"])]
@@ -158,7 +160,7 @@ def test_threads_capture_every_query(retriever: BM25Retriever) -> None:
     assert answers == ["It is in the context."] * len(texts)
     assert len(cap.records) == len(texts)
     assert_run_equals_direct(cap.run, retriever, texts)
-    assert len({r.trace_id for r in cap.records}) == len(texts)
+    assert len({r.parent_id for r in cap.records}) == len(texts)
 
 
 def test_asyncio_tasks_capture_every_query(retriever: BM25Retriever) -> None:
@@ -196,10 +198,11 @@ class Reranking(BaseRetriever):
         return list(reversed(docs))[: self.keep]
 
 
-def test_nested_retriever_gives_retrieved_and_final_lists(retriever: BM25Retriever) -> None:
+@pytest.mark.parametrize("trace", [False, True], ids=["retriever-runs", "trace"])
+def test_nested_retriever_gives_retrieved_and_final_lists(retriever: BM25Retriever, trace: bool) -> None:
     wrapper = Reranking(base=retriever)
     chain = make_chain(wrapper)
-    with capture(golden=GOLDEN, frameworks=["langchain"]) as cap:
+    with capture(golden=GOLDEN, frameworks=["langchain"], trace=trace) as cap:
         chain.invoke(QUERIES["q1"])
     (rec,) = cap.records
     assert rec.retriever == "Reranking"
@@ -207,13 +210,15 @@ def test_nested_retriever_gives_retrieved_and_final_lists(retriever: BM25Retriev
     assert rec.final is not None
     assert [h.doc_id for h in rec.final] == direct(wrapper, QUERIES["q1"])
     assert [n.retriever for n in rec.nested] == ["BM25Retriever"]
-    assert rec.nested[0].trace_id == rec.trace_id
+    assert rec.nested[0].trace_id == rec.trace_id and (rec.trace_id is not None) is trace
+    assert rec.nested[0].parent_id == rec.run_id
     assert cap.run.ranking("q1") == direct(wrapper, QUERIES["q1"])
     assert cap.to_run(stage="retrieved").ranking("q1") == direct(retriever, QUERIES["q1"])
     assert cap.summary()["reranked"] == 1
 
 
-def test_retriever_nested_in_a_tool_and_an_agent_like_chain(retriever: BM25Retriever) -> None:
+@pytest.mark.parametrize("trace", [False, True], ids=["retriever-runs", "trace"])
+def test_retriever_nested_in_a_tool_and_an_agent_like_chain(retriever: BM25Retriever, trace: bool) -> None:
     from langchain_core.tools import tool
 
     @tool
@@ -223,10 +228,11 @@ def test_retriever_nested_in_a_tool_and_an_agent_like_chain(retriever: BM25Retri
 
     agent = RunnableLambda(lambda q: search.invoke(q)) | RunnableLambda(lambda s: s.upper())
     root = uuid4()
-    with capture(golden=GOLDEN, frameworks=["langchain"]) as cap:
+    with capture(golden=GOLDEN, frameworks=["langchain"], trace=trace) as cap:
         agent.invoke(QUERIES["q2"], config={"run_id": root})
     (rec,) = cap.records
-    assert rec.trace_id == str(root)
+    assert rec.trace_id == (str(root) if trace else None)
+    assert rec.parent_id is not None and rec.parent_id != str(root)  # the tool's run
     assert cap.run.ranking("q2") == direct(retriever, QUERIES["q2"])
 
 
@@ -299,13 +305,90 @@ def test_nested_captures_both_record(retriever: BM25Retriever) -> None:
     assert [r.query for r in inner.records] == ["scurvy"]
 
 
-def test_trace_false_skips_chain_events(retriever: BM25Retriever) -> None:
-    chain = make_chain(retriever)
-    with capture(golden=GOLDEN, frameworks=["langchain"], trace=False) as cap:
-        for t in QUERIES.values():
-            chain.invoke(t)
-    assert_run_equals_direct(cap.run, retriever, QUERIES)
-    assert all(r.trace_id is None and r.parent_id is not None for r in cap.records)
+def handlers_seen(chain_step_handlers: list[list[str]], retriever_handlers: list[list[str]]) -> Runnable[Any, Any]:
+    """A chain whose steps note the handler classes of their own run and of the retriever's run."""
+
+    class Spy(BaseRetriever):
+        def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+            retriever_handlers.append([type(h).__name__ for h in run_manager.handlers])
+            return [Document(page_content=CORPUS["d0"], id="d0")]
+
+    def step(x: Any, config: Any) -> Any:
+        chain_step_handlers.append([type(h).__name__ for h in config["callbacks"].handlers])
+        return x
+
+    return RunnableLambda(step) | Spy() | RunnableLambda(step)
+
+
+@pytest.mark.parametrize("trace", [False, True], ids=["retriever-runs", "trace"])
+def test_handler_rides_on_retriever_runs_unless_trace(trace: bool) -> None:
+    steps: list[list[str]] = []
+    retrievals: list[list[str]] = []
+    chain = handlers_seen(steps, retrievals)
+    with capture(golden=GOLDEN, frameworks=["langchain"], trace=trace) as cap:
+        chain.invoke(QUERIES["q1"])
+        asyncio.run(chain.ainvoke(QUERIES["q2"]))
+    assert retrievals == [["RankbridgeCallbackHandler"]] * 2
+    assert len(steps) == 4
+    # by default LangChain does not carry the handler through the chain's other runs (they cost it time)
+    assert all(("RankbridgeCallbackHandler" in seen) is trace for seen in steps)
+    assert cap.run.ranking("q1") == cap.run.ranking("q2") == ["d0"]
+    assert all(r.parent_id is not None and (r.trace_id is not None) is trace for r in cap.records)
+
+
+def test_unknown_stack_layout_falls_back_to_every_run(
+    monkeypatch: pytest.MonkeyPatch, retriever: BM25Retriever
+) -> None:
+    """Another langchain_core release may configure runs differently: the handler then goes on every run."""
+    import rankbridge.callbacks.langchain as lc
+
+    monkeypatch.setattr(lc, "_CONFIGURE", None)
+    monkeypatch.setattr(lc, "_VERDICTS", {})
+    steps: list[list[str]] = []
+    retrievals: list[list[str]] = []
+    with capture(golden=GOLDEN, frameworks=["langchain"]) as cap:
+        handlers_seen(steps, retrievals).invoke(QUERIES["q1"])
+        make_chain(retriever).invoke(QUERIES["q2"])
+    assert retrievals == [["RankbridgeCallbackHandler"]]
+    assert all("RankbridgeCallbackHandler" in seen for seen in steps)
+    assert cap.run.ranking("q2") == direct(retriever, QUERIES["q2"])
+
+
+class SelfConfiguring(BaseRetriever):
+    """Overrides ``invoke`` and configures its own callbacks, as langchain's EnsembleRetriever does."""
+
+    first: BaseRetriever
+    second: BaseRetriever
+
+    def invoke(self, input: str, config: Any = None, **kwargs: Any) -> list[Document]:
+        from langchain_core.callbacks import CallbackManager
+        from langchain_core.runnables import ensure_config
+
+        config = ensure_config(config)
+        manager = CallbackManager.configure(config.get("callbacks"), None, inheritable_tags=config.get("tags"))
+        run_manager = manager.on_retriever_start(None, input, name=self.get_name())
+        docs = self._get_relevant_documents(input, run_manager=run_manager)
+        run_manager.on_retriever_end(docs)
+        return docs
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        a = self.first.invoke(query, config={"callbacks": run_manager.get_child()})
+        b = self.second.invoke(query, config={"callbacks": run_manager.get_child()})
+        seen: dict[str | None, Document] = {}
+        for d in a + b:
+            seen.setdefault(d.id, d)
+        return list(seen.values())
+
+
+def test_retriever_that_configures_its_own_run_is_captured(retriever: BM25Retriever) -> None:
+    other = BM25Retriever.from_texts(list(CORPUS.values())[::-1], ids=list(CORPUS)[::-1], k=2)
+    ensemble = SelfConfiguring(first=retriever, second=other)
+    with capture(golden=GOLDEN, frameworks=["langchain"]) as cap:
+        make_chain(ensemble).invoke(QUERIES["q4"])
+    (rec,) = cap.records
+    assert rec.retriever == "SelfConfiguring"
+    assert [n.retriever for n in rec.nested] == ["BM25Retriever", "BM25Retriever"]
+    assert cap.run.ranking("q4") == [d.id for d in ensemble.invoke(QUERIES["q4"])]
 
 
 def test_save_to_the_history_store(retriever: BM25Retriever, tmp_path: Path) -> None:
@@ -318,3 +401,55 @@ def test_save_to_the_history_store(retriever: BM25Retriever, tmp_path: Path) -> 
         record_id = store.save(evaluation, run=cap.run)
         assert store.get(record_id) is not None
         assert store.load(record_id).mean == pytest.approx(evaluation.mean)
+
+
+def grading_chat_model() -> Any:
+    """A LangChain ``BaseChatModel`` subclass that grades by QRELS, routing on the texts in the judge's prompt."""
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    class GradingChatModel(BaseChatModel):
+        prompts: list[str] = []  # noqa: RUF012 - a pydantic field (copied per instance)
+
+        @property
+        def _llm_type(self) -> str:
+            return "grading-fake"
+
+        def _generate(
+            self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
+            prompt = str(messages[-1].content)
+            self.prompts.append(prompt)
+            doc = next(d for d, text in CORPUS.items() if text in prompt)
+            qid = next(q for q, text in QUERIES.items() if text in prompt)
+            grade = QRELS.to_dict().get(qid, {}).get(doc, 0)
+            reply = f'{{"reason": "scripted", "grade": {grade}}}'
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
+
+    return GradingChatModel()
+
+
+def test_judge_a_captured_run_without_qrels(retriever: BM25Retriever, tmp_path: Path) -> None:
+    """No golden set, no qrels: the app runs, the capture is judged by an LLM, the run is scored on its grades."""
+    chain = make_chain(retriever)
+    with capture(frameworks=["langchain"]) as cap:
+        for text in QUERIES.values():
+            chain.invoke(text)
+    assert cap.summary()["unmatched"] == len(QUERIES)  # ids are hashes of the query texts
+    model = grading_chat_model()
+    result = cap.judge(model, k=3, cache=tmp_path / "grades.sqlite", model_id="grading-fake", concurrency=2)
+    key_of = {cap.matcher.match(text, None)[0]: qid for qid, text in QUERIES.items()}
+    truth = QRELS.to_dict()
+    expected = {
+        key: {doc: truth.get(qid, {}).get(doc, 0) for doc in direct(retriever, QUERIES[qid])}
+        for key, qid in key_of.items()
+    }
+    assert result.qrels.to_dict() == expected
+    assert result.report.complete and len(model.prompts) == 3 * len(QUERIES)
+    judged = rankbridge.evaluate(result.qrels, cap.run, ["precision@3", "ndcg@3"])
+    by_truth = rankbridge.evaluate(Qrels(expected), cap.run, ["precision@3", "ndcg@3"])
+    assert judged.mean == pytest.approx(by_truth.mean)
+    assert judged.mean["precision@3"] > 0
+    again = cap.judge(model, k=3, cache=tmp_path / "grades.sqlite", model_id="grading-fake")
+    assert again.report.from_cache == 3 * len(QUERIES) and len(model.prompts) == 3 * len(QUERIES)

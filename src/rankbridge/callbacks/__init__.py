@@ -33,6 +33,8 @@ trace, retriever class, ``retrieved`` and ``final`` hits, latency, error, ``nest
 node postprocessor changed it, else ``retrieved``); ``cap.to_run(stage="retrieved")`` gives the
 retriever's own lists. Export with ``cap.write_trec(path)`` / ``cap.write_jsonl(path)``, or keep it in
 the history store: ``RunStore(path).save(rankbridge.evaluate(qrels, cap.run, metrics), run=cap.run)``.
+No qrels? ``grades = cap.judge(llm)`` has an LLM grade the top results 0-3 (:mod:`rankbridge.judge`), then
+``rankbridge.evaluate(grades.qrels, cap.run, metrics)``.
 
 Safety inside someone else's app
 --------------------------------
@@ -62,7 +64,7 @@ import importlib.util
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rankbridge.callbacks._recorder import (
     QUERY_ID_KEY,
@@ -77,6 +79,9 @@ from rankbridge.callbacks._recorder import (
 from rankbridge.errors import InputError, MissingExtraError
 from rankbridge.retriever import IdSpec
 from rankbridge.types import GoldenSet, Query, Run
+
+if TYPE_CHECKING:
+    from rankbridge.judge import Judgments
 
 __all__ = [
     "QUERY_ID_KEY",
@@ -141,7 +146,7 @@ class Capture:
         *,
         frameworks: Sequence[str],
         name: str = "capture",
-        trace: bool = True,
+        trace: bool = False,
     ) -> None:
         self.recorder = recorder
         self.trace = trace
@@ -317,6 +322,63 @@ class Capture:
             "id_from": rec.id_from if isinstance(rec.id_from, (str, type(None))) else repr(rec.id_from),
         }
 
+    # -- judging without qrels -------------------------------------------------------------------
+    def judge(
+        self,
+        llm: Any,
+        *,
+        k: int = 10,
+        documents: Mapping[str, Any] | None = None,
+        stage: Stage = "final",
+        cache: str | os.PathLike[str] | None = None,
+        model_id: str | None = None,
+        **policy: Any,
+    ) -> Judgments:
+        """Grade the captured results 0-3 with an LLM judge, for an app that has no qrels.
+
+        The top ``k`` of every captured query (:meth:`to_run` with ``stage``) is judged against the query
+        text the retriever received (:attr:`queries`), using each result's own text (kept unless
+        ``capture(keep_text=False)``) or ``documents`` (``{doc_id: text}``) when given. It is
+        :func:`rankbridge.judge.judge_runs` on the captured run: same prompt, cache, budget and report.
+        Evaluate with the grades as qrels: ``rankbridge.evaluate(result.qrels, cap.run, metrics)``; they
+        are LLM labels, so say so wherever the figures go (the qrels are named ``llm-judge:<model>:...``).
+
+        Parameters
+        ----------
+        llm:
+            A LangChain chat model or LLM, a LlamaIndex LLM, or a callable ``prompt -> reply``
+            (see :func:`rankbridge.judge.as_llm`).
+        k:
+            Judge the top ``k`` of each query.
+        documents:
+            Full document texts, used instead of the captured (chunk) texts.
+        stage:
+            ``"final"`` (the list the app used) or ``"retrieved"``.
+        cache:
+            A SQLite file of earlier grades (same query, text, model and prompt are not asked again).
+        model_id:
+            The model's id for the cache and the report (read from the model when omitted).
+        policy:
+            :class:`rankbridge.judge.CallPolicy` fields: ``concurrency``, ``max_calls``, ``max_tokens``,
+            ``timeout``...
+
+        Examples
+        --------
+        >>> cap = capture(frameworks=())
+        >>> rec = CaptureRecord(framework="test", query="what is tea?", run_id="r1", retriever="Static")
+        >>> rec.set_items([{"id": "d1", "text": "Tea is a drink."}, {"id": "d2", "text": "Bread."}])
+        >>> _ = cap.recorder.add(rec)
+        >>> def llm(prompt):  # a stand-in LLM: 2 for the tea passage, 0 otherwise
+        ...     return '{"reason": "scripted", "grade": %d}' % (2 if "Tea is a drink" in prompt else 0)
+        >>> result = cap.judge(llm, model_id="scripted")
+        >>> result.qrels.to_dict()
+        {'q:d2a2f754e671': {'d1': 2, 'd2': 0}}
+        """
+        from rankbridge.judge import judge_runs
+
+        run = self.to_run(stage=stage)
+        return judge_runs(run, self.queries, documents, llm, k=k, cache=cache, model_id=model_id, **policy)
+
     # -- export ---------------------------------------------------------------------------------
     def write_trec(self, path: str | os.PathLike[str], *, stage: Stage = "final", tag: str | None = None) -> None:
         """Write the run as a TREC run file (rank order kept; see :func:`rankbridge.io.write_run`)."""
@@ -353,7 +415,7 @@ def capture(
     frameworks: str | Sequence[str] = "auto",
     name: str = "capture",
     seed: int | None = None,
-    trace: bool = True,
+    trace: bool = False,
     retain: Literal["light", "objects"] = "light",
 ) -> Capture:
     """Record the retrievals of a running LlamaIndex / LangChain app; use as ``with capture() as cap:``.
@@ -384,10 +446,12 @@ def capture(
     seed:
         Seed for the sampling decisions.
     trace:
-        LangChain: follow chain and tool runs so that each record has the id of its outermost run
-        (``trace_id``). ``False`` skips those events, which costs less on long chains (see
-        docs/benchmarks.md); ``trace_id`` is then ``None``. LlamaIndex always tracks spans (they also give
-        the final list, nesting and errors).
+        LangChain: also follow chain, tool and agent runs so that each record has the id of its
+        outermost run (``trace_id``). By default (``False``) the handler rides only on retriever runs
+        (and runs inside them): ``parent_id`` is still recorded (the run that called the retriever, the
+        same id LangSmith shows), ``trace_id`` is ``None``, and a chain pays far less (LangChain charges
+        every handler on every run it is attached to: see docs/benchmarks.md). LlamaIndex always tracks
+        spans (they also give the final list, nesting and errors) and always records ``trace_id``.
     retain:
         ``"light"`` (default): when a retrieval ends, copy each result's id, score, text and metadata and
         let the framework's objects go (less garbage-collector work inside the app). ``"objects"``: keep

@@ -3,11 +3,12 @@
 Importing this module imports ``langchain_core``; :mod:`rankbridge` and :mod:`rankbridge.callbacks` import
 it only when a capture attaches to LangChain.
 
-:func:`attach` registers the handler process-wide through ``langchain_core``'s configure hooks (the
-mechanism behind ``collect_runs``), so every chain, retriever and agent run in any thread or task sees it
-without the application passing ``callbacks=``. The handler runs inline (``run_inline = True``): its
-methods only copy references and read the clock, so LangChain need not hop to a thread pool to call it
-from async code.
+:func:`attach` registers the handler process-wide through ``langchain_core``'s configure hooks (the mechanism
+behind ``collect_runs``), so every retriever run in any thread or task, alone or nested in a chain, a tool or
+an agent, sees it without the application passing ``callbacks=``. By default it rides on retriever runs only;
+``trace=True`` puts it on every run, to follow chains up to the outermost one. The handler runs inline
+(``run_inline = True``): its methods only copy references and read the clock, so LangChain need not hop to a
+thread pool to call it from async code.
 
 Passing a golden-set query id: ``chain.invoke(q, config={"metadata": {"rankbridge_query_id": "q7"}})``,
 a tag ``"rankbridge_query_id=q7"``, or ``with rankbridge.callbacks.query_id("q7"):`` around the call.
@@ -26,13 +27,16 @@ With langchain-core installed (not run here)::
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from types import CodeType
 from typing import Any, cast
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
+from langchain_core.retrievers import BaseRetriever
 
 from rankbridge.callbacks._recorder import (
     QUERY_ID_KEY,
@@ -421,12 +425,83 @@ class RankbridgeAsyncCallbackHandler(_HandlerSettings, AsyncCallbackHandler):
 
 
 # -- process-wide attachment ------------------------------------------------------------------------
+def _code(obj: Any) -> CodeType | None:
+    func = getattr(obj, "__func__", obj)  # a classmethod's function
+    code = getattr(func, "__code__", None)
+    return code if isinstance(code, CodeType) else None
+
+
+def _stack_layout() -> tuple[CodeType | None, frozenset[CodeType], frozenset[CodeType]]:
+    """The code objects :func:`_configuring_retriever` looks for, read from the installed langchain_core."""
+    from langchain_core.callbacks import manager
+
+    configure = _code(getattr(manager, "_configure", None))
+    methods = frozenset(
+        c for c in (_code(manager.CallbackManager.configure), _code(manager.AsyncCallbackManager.configure)) if c
+    )
+    retriever = frozenset(c for c in (_code(BaseRetriever.invoke), _code(BaseRetriever.ainvoke)) if c)
+    return configure, methods, retriever
+
+
+_CONFIGURE, _CONFIGURE_METHODS, _RETRIEVER_INVOKE = _stack_layout()
+
+
+_NOT_RETRIEVER, _RETRIEVER, _ASK_SELF = 0, 1, 2
+#: code that starts a run -> what it tells (decided once per code object, from the stack layout)
+_VERDICTS: dict[CodeType, int] = {}
+
+
+def _verdict(caller: CodeType, depth: int) -> int:
+    """Check the stack layout once for runs started by ``caller`` (``depth``: the frame of ``_configure``)."""
+    if sys._getframe(depth).f_code is not _CONFIGURE or sys._getframe(depth + 1).f_code not in _CONFIGURE_METHODS:
+        verdict = _RETRIEVER  # an unknown layout: give the handler to every run (correct, only slower)
+    elif caller in _RETRIEVER_INVOKE:
+        verdict = _RETRIEVER
+    elif caller.co_name in ("invoke", "ainvoke"):
+        verdict = _ASK_SELF  # a retriever overriding invoke? (EnsembleRetriever configures its own run)
+    else:
+        verdict = _NOT_RETRIEVER
+    if len(_VERDICTS) < 10_000:
+        _VERDICTS[caller] = verdict
+    return verdict
+
+
+def _configuring_retriever(depth: int) -> bool:
+    """Is LangChain configuring the callbacks of a retriever's run? (``True`` when unsure.)
+
+    Called from the configure hook's ``get()``, ``depth`` frames below langchain_core's ``_configure``,
+    which ``CallbackManager.configure`` (or the async one) calls at the start of every run. The frame
+    above that is the code starting the run: ``BaseRetriever.invoke`` / ``ainvoke``, or the
+    ``invoke`` of a retriever that overrides it and configures its callbacks itself (as
+    ``EnsembleRetriever`` does). Any other layout of the stack (another langchain_core release)
+    answers ``True``: the handler then goes on every run, which is correct, only slower. The layout is
+    checked once per calling code object; after that a call looks up one frame.
+    """
+    try:
+        caller = sys._getframe(depth + 3)
+        code = caller.f_code
+        verdict = _VERDICTS.get(code)
+        if verdict is None:
+            verdict = _verdict(code, depth + 2)  # _configure, seen from one frame deeper
+        if verdict == _ASK_SELF:
+            return isinstance(caller.f_locals.get("self"), BaseRetriever)
+        return verdict == _RETRIEVER
+    except Exception:
+        return True
+
+
 class _HookSlot:
     """Stands in for the ContextVar of a langchain_core configure hook: ``get()`` returns our handler.
 
     A real ContextVar would not reach threads the application starts itself; a slot is process-wide.
     Hooks cannot be unregistered, so slots are registered once and reused; an empty slot (or one whose
     capture is paused) costs one method call per LangChain run.
+
+    Without ``trace``, ``get()`` hands the handler only to retriever runs (see
+    :func:`_configuring_retriever`); runs inside a retriever inherit it from there. LangChain charges
+    every handler on every run of a chain, even one that ignores all their events (about 40 µs on a
+    six-step LCEL chain with a chat model, on langchain-core 1.8 and Python 3.11: see
+    docs/benchmarks.md), so keeping it off the other runs is most of the capture's cost saved.
     """
 
     __slots__ = ("handler",)
@@ -436,9 +511,13 @@ class _HookSlot:
 
     def get(self, default: Any = None) -> RankbridgeCallbackHandler | None:
         handler = self.handler
+        if handler is None:
+            return None
         # a paused capture is not added to new runs at all (LangChain then has one handler less to
         # carry through every child run); runs configured while it was enabled keep it
-        if handler is not None and not handler._recorder.enabled:
+        if not handler._recorder.enabled:
+            return None
+        if not handler._tap.trace and not _configuring_retriever(1):
             return None
         return handler
 
@@ -447,8 +526,12 @@ _slots: list[_HookSlot] = []
 _slots_lock = threading.Lock()
 
 
-def attach(recorder: Recorder, *, trace: bool = True) -> Callable[[], None]:
-    """Record every LangChain retrieval of this process into ``recorder``; returns the detach function."""
+def attach(recorder: Recorder, *, trace: bool = False) -> Callable[[], None]:
+    """Record every LangChain retrieval of this process into ``recorder``; returns the detach function.
+
+    ``trace=False`` (the default) puts the handler on retriever runs only (see :class:`_HookSlot`);
+    ``trace=True`` on every run, to follow chains and tools up to each retrieval's outermost run.
+    """
     from langchain_core.tracers.context import register_configure_hook
 
     handler = RankbridgeCallbackHandler(recorder, trace=trace)
