@@ -53,8 +53,10 @@ __all__ = [
     "Retriever",
     "StaticRetriever",
     "content_hash",
+    "id_sources",
     "normalize_hits",
     "resolve_id",
+    "result_attributes",
 ]
 
 #: One id source (see the module docstring) or a sequence of them, tried in order.
@@ -164,6 +166,41 @@ def _text(obj: Any) -> str | None:
     else:
         t = getattr(obj, kind, None)
     return t if isinstance(t, str) else None
+
+
+def result_attributes(obj: Any) -> tuple[str, str] | None:
+    """Which attributes :func:`normalize_hits` reads on results of ``type(obj)``: ``(own id, text)``.
+
+    The own id is ``"node_id"`` or ``"id"``; the text is ``"page_content"``, ``"text"`` or
+    ``"get_content"`` (a method, called without arguments). ``None`` for plain values (strings, ints,
+    mappings, :class:`~rankbridge.Hit`), which are read without attributes. Live capture uses this to
+    copy exactly those attributes when a retrieval ends.
+
+    Examples
+    --------
+    >>> class Doc:
+    ...     def __init__(self):
+    ...         self.id, self.page_content, self.metadata = "d1", "hello", {}
+    >>> result_attributes(Doc()), result_attributes("d1")
+    (('id', 'page_content'), None)
+    """
+    if isinstance(obj, (str, Hit, Mapping, int)):
+        return None
+    _own_id(obj)
+    _text(obj)
+    cls = type(obj)
+    return _ID_KIND[cls], _TEXT_KIND[cls]
+
+
+def id_sources(id_from: IdSpec | None) -> tuple[str | Callable[[Any], Any], ...]:
+    """``id_from`` as the tuple of sources tried in order (``("id",)`` when ``None``), validated.
+
+    Examples
+    --------
+    >>> id_sources(None), id_sources(["metadata:doc_id", "id"])
+    (('id',), ('metadata:doc_id', 'id'))
+    """
+    return _normalize_spec(id_from)
 
 
 def _metadata(obj: Any) -> Mapping[str, Any] | None:

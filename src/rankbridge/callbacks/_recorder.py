@@ -45,7 +45,7 @@ from types import MappingProxyType
 from typing import Any, ParamSpec, TypeVar
 
 from rankbridge.errors import InputError, RankbridgeError
-from rankbridge.retriever import _ID_KIND, _TEXT_KIND, IdSpec, _normalize_spec, _own_id, _text, normalize_hits
+from rankbridge.retriever import IdSpec, id_sources, normalize_hits, result_attributes
 from rankbridge.types import GoldenSet, Hit, Query
 
 __all__ = [
@@ -237,9 +237,8 @@ def _getter(obj: Any, text: bool, ref: bool) -> tuple[Callable[[Any], Any], tupl
     cls = type(obj)
     out: tuple[Callable[[Any], Any], tuple[str, ...]] | None = None
     if obj is not None and not isinstance(obj, _NOT_FRAMEWORK):
-        _own_id(obj)  # decide the id and text attributes exactly as normalize_hits does
-        _text(obj)
-        id_kind, text_kind = _ID_KIND.get(cls), _TEXT_KIND.get(cls)
+        attributes = result_attributes(obj)  # exactly what normalize_hits reads
+        id_kind, text_kind = attributes if attributes is not None else (None, None)
         if text_kind == "get_content":
             text_kind = PLAIN_ATTRS.get(getattr(cls, "get_content", None), text_kind)
         if id_kind is not None:
@@ -626,7 +625,7 @@ class Recorder:
         self.doc_map = doc_map
         self.keep_text = keep_text
         self.retain = retain
-        specs = _normalize_spec(id_from)
+        specs = id_sources(id_from)
         # what a light snapshot must copy; a callable id source needs the object itself
         self.light = retain == "light" and not any(callable(sp) for sp in specs)
         self.snap_text = bool(keep_text) or "content_hash" in specs
