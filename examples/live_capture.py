@@ -11,6 +11,8 @@ Runs offline with no API key: ``python examples/live_capture.py`` (needs ``pip i
 
 from __future__ import annotations
 
+import json
+
 from langchain_community.retrievers import BM25Retriever as LangChainBM25
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableLambda
@@ -67,6 +69,28 @@ def main() -> None:
         ev = rb.evaluate(golden.qrels, run, ["ndcg@5", "recall@5"])
         means = ", ".join(f"{m}={v:.3f}" for m, v in ev.mean.items())
         print(f"{run.name}: {means} over {ev.num_queries} queries; latency of q01 {run.latency['q01'] * 1000:.1f} ms")
+
+    # 4. No golden set, no qrels (production traffic): capture anyway, then let an LLM grade what was found.
+    with capture(frameworks=["llamaindex"], name="unlabelled") as cap:
+        for text in list(QUESTIONS.values())[:4]:
+            engine.query(text)
+    grades = cap.judge(stand_in_llm, k=5, model_id="stand-in")  # pass your chat model, e.g. ChatOpenAI(...)
+    ev = rb.evaluate(grades.qrels, cap.run, ["ndcg@5"])
+    print(f"\nunlabelled traffic, graded by {grades.qrels.name}: ndcg@5={ev.mean['ndcg@5']:.3f}")
+
+
+def stand_in_llm(prompt: str) -> str:
+    """A stand-in for a real LLM judge, so this example runs offline: grades by shared words.
+
+    rankbridge.judge sends a prompt with the query and one passage in a JSON data block; any LangChain or
+    LlamaIndex LLM, or a function like this one, answers it with {"reason": ..., "grade": 0-3}.
+    """
+    block = prompt.rsplit("-----BEGIN DATA ", 1)[1]  # the data block: one JSON object on its own line
+    data = json.loads(block.split("\n")[1])
+    words = [{w.strip("?.,;:()").lower() for w in data[key].split()} for key in ("query", "document")]
+    shared = words[0] & words[1]
+    grade = min(3, len({w for w in shared if len(w) > 3}))
+    return f'{{"reason": "{grade} shared content words", "grade": {grade}}}'
 
 
 if __name__ == "__main__":

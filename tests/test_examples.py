@@ -90,6 +90,8 @@ def test_live_capture_equals_running_the_retriever(tmp_path: Path) -> None:
     direct = _metric(run_example("llamaindex_app", tmp_path), r"ndcg@5\s+(\d\.\d+)")
     assert captured == direct
     assert _metric(out, r"langchain-app: ndcg@5=(\d\.\d+)") > 0
+    # no qrels: the captured run is graded by the (stand-in) LLM judge and scored on those grades
+    assert 0 < _metric(out, r"graded by llm-judge:stand-in:relevance/v1: ndcg@5=(\d\.\d+)") <= 1
 
 
 def test_ranking_plus_ragas(tmp_path: Path) -> None:
