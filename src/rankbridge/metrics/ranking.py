@@ -382,6 +382,12 @@ def table_from_arrays(
     if len(qkeys) > 1 and np.any(qkeys[1:] == qkeys[:-1]):
         raise InputError("qrels arrays judge the same (query, doc) pair twice")
     n_ret = np.count_nonzero(docs >= 0, axis=1).astype(_INT)
+    dup_rows: np.ndarray | None = None
+    if check_duplicates and docs.shape[1] > 1:
+        srt = np.sort(docs, axis=1)
+        repeats = (srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)
+        n_ret -= np.count_nonzero(repeats, axis=1).astype(_INT)  # distinct docs, as a ranked run counts them
+        dup_rows = np.any(repeats, axis=1)
     # Prefilter with a per-doc mask (one gather), then join only candidate cells with a binary search.
     judged_doc = np.zeros(n_docs + 1, dtype=bool)  # the extra slot catches the -1 padding
     judged_doc[jd] = True
@@ -396,8 +402,8 @@ def table_from_arrays(
         rows, cols, pos = rows[first], cols[first], pos[first]
         # Ranks count only distinct docs above: subtract earlier duplicates in the same row.
         ranks = cols.astype(_INT) + 1
-        if check_duplicates:
-            ranks -= _duplicates_before(docs, rows, cols)
+        if dup_rows is not None:
+            ranks -= _duplicates_before(docs, rows, cols, dup_rows)
     else:
         ranks = np.zeros(0, dtype=_INT)
         pos = np.zeros(0, dtype=_INT)
@@ -412,12 +418,13 @@ def table_from_arrays(
     )
 
 
-def _duplicates_before(docs: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """For each (row, col), how many earlier cells of the row repeat a doc seen before them."""
+def _duplicates_before(docs: np.ndarray, rows: np.ndarray, cols: np.ndarray, has_dup: np.ndarray) -> np.ndarray:
+    """For each (row, col), how many earlier cells of the row repeat a doc seen before them.
+
+    ``has_dup`` flags the rows with any repeat; they are rare (a well-behaved index returns distinct ids),
+    so they are handled one by one.
+    """
     out = np.zeros(len(rows), dtype=_INT)
-    # Rows with any repeat are rare (a well-behaved index returns distinct ids): handle them one by one.
-    srt = np.sort(docs, axis=1)
-    has_dup = np.any((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0), axis=1)
     if not has_dup.any():
         return out
     for i in np.flatnonzero(has_dup[rows]):
