@@ -1,7 +1,8 @@
 """Live capture: record the retrievals a running LlamaIndex or LangChain app makes, as a :class:`~rankbridge.Run`.
 
 ``capture()`` attaches a handler to every installed framework (LlamaIndex instrumentation, LangChain
-callbacks), lets the application run as usual, and detaches on exit::
+callbacks; LlamaIndex's legacy ``CallbackManager`` with ``frameworks=["llamaindex_legacy"]``), lets the
+application run as usual, and detaches on exit::
 
     with rankbridge.callbacks.capture(golden=golden, id_from="ref_doc_id") as cap:
         query_engine.query("What causes scurvy?")          # LlamaIndex, nested in a query engine
@@ -99,6 +100,7 @@ __all__ = [
 _FRAMEWORKS: dict[str, tuple[str, str, str]] = {
     # name: (module to look for, pip package, rankbridge extra)
     "llamaindex": ("llama_index.core", "llama-index-core", "llamaindex"),
+    "llamaindex_legacy": ("llama_index.core", "llama-index-core", "llamaindex"),
     "langchain": ("langchain_core", "langchain-core", "langchain"),
 }
 
@@ -112,11 +114,39 @@ def _installed(module: str) -> bool:
         return False
 
 
+def _has_instrumentation() -> bool:
+    """Does the installed LlamaIndex have the instrumentation module (0.10.20 and later)?
+
+    Looked up on disk: ``find_spec("llama_index.core.instrumentation")`` would import llama_index.core
+    (about a second).
+    """
+    try:
+        spec = importlib.util.find_spec("llama_index.core")
+    except (ImportError, ValueError):
+        return False
+    return spec is not None and any(
+        os.path.isdir(os.path.join(location, "instrumentation")) for location in (spec.submodule_search_locations or ())
+    )
+
+
+def _auto_frameworks() -> list[str]:
+    chosen = []
+    if _installed("llama_index.core"):
+        chosen.append("llamaindex" if _has_instrumentation() else "llamaindex_legacy")
+    if _installed("langchain_core"):
+        chosen.append("langchain")
+    return chosen
+
+
 def _attach(framework: str, recorder: Recorder, trace: bool) -> Callable[[], None]:
     if framework == "llamaindex":
         from rankbridge.callbacks import llamaindex
 
         return llamaindex.attach(recorder)
+    if framework == "llamaindex_legacy":
+        from rankbridge.callbacks import llamaindex_legacy
+
+        return llamaindex_legacy.attach(recorder)
     from rankbridge.callbacks import langchain
 
     return langchain.attach(recorder, trace=trace)
@@ -441,6 +471,12 @@ def capture(
     frameworks:
         ``"auto"`` (every installed one of ``"llamaindex"``, ``"langchain"``), or the names to attach to;
         naming a framework that is not installed raises :class:`~rankbridge.MissingExtraError`.
+        ``"llamaindex"`` uses LlamaIndex instrumentation (every retriever of the process);
+        ``"llamaindex_legacy"`` adds a handler to ``Settings.callback_manager`` instead
+        (:mod:`rankbridge.callbacks.llamaindex_legacy`: for LlamaIndex releases before the
+        instrumentation module, which ``"auto"`` then picks; it sees only components that share that
+        manager, so start the capture before the app builds its retrievers). Not both at once: each
+        retrieval would be recorded twice.
     name:
         The name of the captured run.
     seed:
@@ -476,16 +512,24 @@ def capture(
         if frameworks != "auto":
             frameworks = [frameworks]
         else:
-            frameworks = [fw for fw, (module, _, _) in _FRAMEWORKS.items() if _installed(module)]
+            frameworks = _auto_frameworks()
     chosen: list[str] = []
     for fw in frameworks:
         if fw not in _FRAMEWORKS:
-            raise InputError(f"frameworks must be 'auto' or a list of 'llamaindex', 'langchain'. Got {fw!r} instead.")
+            raise InputError(
+                "frameworks must be 'auto' or a list of 'llamaindex', 'llamaindex_legacy', 'langchain'. "
+                f"Got {fw!r} instead."
+            )
         module, package, extra = _FRAMEWORKS[fw]
         if not _installed(module):
             raise MissingExtraError(package, extra, f"capture(frameworks=[{fw!r}])")
         if fw not in chosen:
             chosen.append(fw)
+    if "llamaindex" in chosen and "llamaindex_legacy" in chosen:
+        raise InputError(
+            "frameworks: 'llamaindex' and 'llamaindex_legacy' both record every LlamaIndex retrieval (each "
+            "would be recorded twice); choose one."
+        )
     recorder = Recorder(
         max_records=max_records,
         sample_rate=sample_rate,
