@@ -453,3 +453,15 @@ def test_judge_a_captured_run_without_qrels(retriever: BM25Retriever, tmp_path: 
     assert judged.mean["precision@3"] > 0
     again = cap.judge(model, k=3, cache=tmp_path / "grades.sqlite", model_id="grading-fake")
     assert again.report.from_cache == 3 * len(QUERIES) and len(model.prompts) == 3 * len(QUERIES)
+
+
+def test_repeats_first_or_last(retriever: BM25Retriever) -> None:
+    """One query id over several retrievals (an agent searching again): the first by default, or the last."""
+    with capture(golden=GOLDEN, frameworks=["langchain"]) as cap, query_id("q1"):
+        retriever.invoke("bread yeast")
+        retriever.invoke("scurvy sailors")
+    assert cap.run.ranking("q1") == direct(retriever, "bread yeast")
+    assert cap.to_run(repeats="last").ranking("q1") == direct(retriever, "scurvy sailors")
+    assert cap.summary()["repeats"] == 1 and len(cap.records) == 2
+    with pytest.raises(rankbridge.InputError, match="repeats must be"):
+        cap.to_run(repeats="all")  # type: ignore[arg-type]

@@ -235,7 +235,9 @@ class Capture:
     def _assign(self) -> list[tuple[CaptureRecord, str, str]]:
         return [(r, *self.matcher.match(r.query, r.query_id)) for r in self.recorder.records]
 
-    def to_run(self, *, stage: Stage = "final", name: str | None = None) -> Run:
+    def to_run(
+        self, *, stage: Stage = "final", name: str | None = None, repeats: Literal["first", "last"] = "first"
+    ) -> Run:
         """The captured retrievals as a ranked :class:`~rankbridge.Run`, one entry per query id.
 
         Parameters
@@ -245,19 +247,26 @@ class Capture:
             postprocessor when there was one. ``"retrieved"``: what the retriever itself returned.
         name:
             The run's name (default: the capture's name).
+        repeats:
+            Which capture of a query asked more than once (the same text, or one query id over several
+            retrievals, as when an agent searches again) makes its entry: ``"first"`` (default) or
+            ``"last"``. Every retrieval stays in :attr:`records`; ``summary()["repeats"]`` counts them.
 
         Notes
         -----
-        A query asked more than once keeps its first capture (later ones are counted in
-        ``summary()["repeats"]``). A retrieval that raised, or whose results had no doc id under
-        ``id_from``, is an error of the run (it scores 0).
+        A retrieval that raised, or whose results had no doc id under ``id_from``, is an error of the
+        run (it scores 0).
         """
         if stage not in ("final", "retrieved"):
             raise InputError(f"stage must be 'final' or 'retrieved'. Got {stage!r} instead.")
-        run = Run(name=name or self.name, config=self._config(stage))
+        if repeats not in ("first", "last"):
+            raise InputError(f"repeats must be 'first' or 'last'. Got {repeats!r} instead.")
+        chosen: dict[str, CaptureRecord] = {}
         for record, qid, _ in self._assign():
-            if qid in run or qid in run.errors:
-                continue
+            if repeats == "last" or qid not in chosen:
+                chosen[qid] = record
+        run = Run(name=name or self.name, config={**self._config(stage), "repeats": repeats})
+        for qid, record in chosen.items():
             if record.error is not None:
                 run.add_error(qid, f"retrieval failed: {record.error}", latency=record.latency)
                 continue
