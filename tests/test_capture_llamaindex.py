@@ -163,6 +163,29 @@ def test_postprocessor_gives_retrieved_and_final_lists(retriever: BM25Retriever)
     assert cap.summary()["reranked"] == 5
 
 
+class RescoreInPlace(BaseNodePostprocessor):
+    """Changes the scores of the same node objects, in place, keeping their order (as some rerankers do)."""
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        for i, n in enumerate(nodes):
+            n.score = 100.0 - i
+        return nodes
+
+
+def test_scores_changed_in_place_give_a_final_list(retriever: BM25Retriever) -> None:
+    qe = engine(retriever, node_postprocessors=[RescoreInPlace()])
+    with capture(golden=GOLDEN, frameworks=["llamaindex"]) as cap:
+        response = qe.query(QUERIES["q1"])
+    (rec,) = cap.records
+    assert pairs(cap.to_run(stage="retrieved"), "q1") == direct(retriever, QUERIES["q1"])
+    assert rec.final is not None and [(h.doc_id, h.score) for h in rec.final] == [
+        (n.node.node_id, n.score) for n in response.source_nodes
+    ]
+    assert [h.score for h in rec.final] == [100.0, 99.0, 98.0]
+
+
 def test_chat_engine(retriever: BM25Retriever) -> None:
     from llama_index.core.memory import ChatMemoryBuffer
 
@@ -312,7 +335,8 @@ def test_light_records_keep_no_nodes_and_read_like_the_nodes(retriever: BM25Retr
         engine(retriever).query(QUERIES["q1"])
         Static().retrieve("anything")
     plain, shouting = cap.records
-    assert type(plain._items) is Snapshot and type(plain._final_items) is Snapshot
+    assert type(plain._items) is Snapshot
+    assert plain._final_items is None  # the engine handed the retriever's own nodes on: no second copy
     assert [(h.doc_id, h.text) for h in plain.retrieved] == [
         (n.node.node_id, n.node.get_content()) for n in retriever.retrieve(QUERIES["q1"])
     ]

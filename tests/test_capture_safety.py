@@ -348,3 +348,29 @@ def test_paused_langchain_capture_is_not_added_to_new_runs() -> None:
         assert slot.get() is None
         cap.enabled = True
         assert slot.get() is slot.handler
+
+
+def test_paused_llamaindex_capture_takes_its_handlers_off_the_dispatcher() -> None:
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.instrumentation import get_dispatcher
+
+    from rankbridge.callbacks.llamaindex import RankbridgeEventHandler, RankbridgeSpanHandler
+
+    dispatcher = get_dispatcher()
+
+    def ours() -> list[str]:
+        handlers = [*dispatcher.span_handlers, *dispatcher.event_handlers]
+        return sorted(
+            type(h).__name__ for h in handlers if isinstance(h, (RankbridgeEventHandler, RankbridgeSpanHandler))
+        )
+
+    before = (list(dispatcher.span_handlers), list(dispatcher.event_handlers))
+    with capture(frameworks=["llamaindex"]) as cap:
+        assert ours() == ["RankbridgeEventHandler", "RankbridgeSpanHandler"]
+        cap.enabled = False  # LlamaIndex then does not call them at all
+        assert ours() == []
+        cap.enabled = False  # idempotent
+        cap.enabled = True
+        cap.enabled = True
+        assert ours() == ["RankbridgeEventHandler", "RankbridgeSpanHandler"]
+    assert (dispatcher.span_handlers, dispatcher.event_handlers) == before

@@ -219,12 +219,19 @@ class Capture:
 
     @property
     def enabled(self) -> bool:
-        """While ``False`` the handlers stay attached but record nothing (a paused capture)."""
+        """Set ``False`` to pause the capture (nothing is recorded; the frameworks do not even call the
+        handlers), ``True`` to resume it. Retrievals running at the moment of a pause are not recorded."""
         return self.recorder.enabled
 
     @enabled.setter
     def enabled(self, value: bool) -> None:
         self.recorder.enabled = bool(value)
+        # LlamaIndex calls every handler on the dispatcher for every span and event: a paused capture
+        # takes its handlers off (LangChain's slot already hands a paused handler to no new run)
+        for _, detach in self._detach:
+            set_active = getattr(detach, "set_active", None)
+            if set_active is not None:
+                set_active(self.recorder.enabled)
 
     # -- reading --------------------------------------------------------------------------------
     @property

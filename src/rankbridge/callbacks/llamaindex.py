@@ -36,8 +36,8 @@ With llama-index-core installed (not run here)::
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
@@ -91,6 +91,18 @@ def _scores(nodes: Any) -> list[Any] | None:
         return None
 
 
+def _same_list(final: list[Any], scores: list[Any], retrieved: list[Any], retrieved_scores: list[Any] | None) -> bool:
+    """The final list is the retrieved one: the same ``NodeWithScore`` objects, in order, with the same scores.
+
+    (A query engine with no postprocessor hands its retriever's nodes on; then no second snapshot is taken.)
+    """
+    return (
+        len(final) == len(retrieved)
+        and scores == retrieved_scores
+        and all(a is b for a, b in zip(final, retrieved, strict=True))
+    )
+
+
 def _result_nodes(result: Any) -> Any:
     if isinstance(result, list):
         return result if result else None
@@ -111,7 +123,15 @@ class _Tap:
         self._recorder = recorder
         self._parents: dict[str, str | None] = {}  # open span -> parent span
         self._open: dict[str, CaptureRecord | None] = {}  # open retrieval span
-        self._waiting: dict[str, list[CaptureRecord]] = {}  # span -> finished records awaiting a final list
+        # span -> finished records awaiting a final list, each with the list (and scores) it retrieved; the
+        # framework's objects are held only until the enclosing span ends (the app holds them till then too)
+        self._waiting: dict[str, list[tuple[CaptureRecord, list[Any], list[Any] | None]]] = {}
+
+    def forget(self) -> None:
+        """Drop every open span and retrieval (the handlers were taken off: their ends will not come)."""
+        self._parents.clear()
+        self._open.clear()
+        self._waiting.clear()
 
     # -- spans ----------------------------------------------------------------------------------
     # span_enter / span_exit run for every span of the app: the handler inlines their fast path
@@ -135,7 +155,9 @@ class _Tap:
         scores = _scores(final) if final is not None else None
         if final is not None and scores is not None:
             if len(waiting) == 1:  # several retrievals under one result: which list is whose is unknown
-                waiting[0].set_final(final, scores, self._recorder)
+                record, retrieved, retrieved_scores = waiting[0]
+                if not _same_list(final, scores, retrieved, retrieved_scores):
+                    record.set_final(final, scores, self._recorder)
             return
         if parent is not None and parent in self._parents:
             self._waiting.setdefault(parent, []).extend(waiting)
@@ -213,15 +235,16 @@ class _Tap:
             return
         record.latency = time.perf_counter() - record._t0
         nodes = event.nodes
-        record.set_items(nodes, _scores(nodes), self._recorder)
+        scores = _scores(nodes)
+        record.set_items(nodes, scores, self._recorder)
         if record._is_nested:
             return
         if record.nested:
             # a wrapper around one retriever (auto-merging, recursive): first stage, then its output
             record.promote_nested()
         parent = self._parents.get(event.span_id)
-        if parent is not None:
-            self._waiting.setdefault(parent, []).append(record)
+        if parent is not None and isinstance(nodes, list) and len(self._waiting) < _MAX_OPEN:
+            self._waiting.setdefault(parent, []).append((record, nodes, scores))
         self._recorder.add(record)
 
 
@@ -307,20 +330,47 @@ class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
         return None
 
 
-def attach(recorder: Recorder) -> Callable[[], None]:
-    """Record every LlamaIndex retrieval of this process into ``recorder``; returns the detach function.
+class _Attachment:
+    """The handlers on the root dispatcher: calling it detaches them; :meth:`set_active` pauses them.
 
     The handler lists are replaced, not mutated, so a thread iterating them meanwhile is unaffected.
     """
-    dispatcher = get_dispatcher()
-    tap = _Tap(recorder)
-    events = RankbridgeEventHandler(tap=tap)
-    spans = RankbridgeSpanHandler(tap)
-    dispatcher.span_handlers = [*dispatcher.span_handlers, spans]
-    dispatcher.event_handlers = [*dispatcher.event_handlers, events]
 
-    def detach() -> None:
-        dispatcher.event_handlers = [h for h in dispatcher.event_handlers if h is not events]
-        dispatcher.span_handlers = [h for h in dispatcher.span_handlers if h is not spans]
+    def __init__(self, tap: _Tap) -> None:
+        self._dispatcher = get_dispatcher()
+        self._tap = tap
+        self._events = RankbridgeEventHandler(tap=tap)
+        self._spans = RankbridgeSpanHandler(tap)
+        self._lock = threading.Lock()
+        self._on = False
 
-    return detach
+    def set_active(self, active: bool) -> None:
+        """Put the handlers on the dispatcher, or take them off.
+
+        Off, LlamaIndex does not call them at all (a paused capture costs nothing). What was being tracked
+        is forgotten: retrievals still running when the handlers come off are not recorded.
+        """
+        d = self._dispatcher
+        with self._lock:
+            if active and not self._on:
+                d.span_handlers = [*d.span_handlers, self._spans]
+                d.event_handlers = [*d.event_handlers, self._events]
+            elif not active and self._on:
+                d.event_handlers = [h for h in d.event_handlers if h is not self._events]
+                d.span_handlers = [h for h in d.span_handlers if h is not self._spans]
+                self._tap.forget()
+            self._on = active
+
+    def __call__(self) -> None:
+        self.set_active(False)
+
+
+def attach(recorder: Recorder) -> _Attachment:
+    """Record every LlamaIndex retrieval of this process into ``recorder``; returns the detach function.
+
+    The returned object also has ``set_active(bool)``, which :attr:`rankbridge.callbacks.Capture.enabled`
+    uses to take the handlers off the dispatcher while a capture is paused.
+    """
+    attachment = _Attachment(_Tap(recorder))
+    attachment.set_active(recorder.enabled)
+    return attachment
