@@ -9,18 +9,19 @@ Pipelines (all offline, over the same 200-passage synthetic corpus, BM25, top 10
 * ``LlamaIndex query engine``: ``RetrieverQueryEngine.query(q)`` with ``MockLLM``.
 
 Each pipeline runs in these modes, interleaved over repetitions (a fresh random order each repetition):
-``off`` (no capture attached), ``on`` (``capture()`` with its defaults, recording every retrieval), ``paused``
-(attached, ``cap.enabled = False``), ``objects`` (``capture(retain="objects")``: records keep the framework's
-result objects instead of a light snapshot) and, for LangChain, ``trace`` (``capture(trace=True)``: the
-handler rides on every run of the chain, to give each record its ``trace_id``). A block is ``--n`` calls; a
-repetition gives one mean time per call for every mode, and the overhead of a mode is the median over
-repetitions of its paired difference with ``off`` in the same repetition, with a 95% percentile-bootstrap
-interval of that median. The ``read`` column is the cost, outside the application's call, of turning one
-record into hits when ``cap.run`` is read. ``handler floor`` times the handler methods alone on a prebuilt
-result list (no framework around them), the part of the overhead that is rankbridge's code.
+``off`` (no capture attached), ``on`` (``capture()`` with its defaults, recording every retrieval), ``noop``
+(handlers that do nothing, attached where ``capture()`` attaches its own: the framework's price for calling a
+handler), ``paused`` (attached, ``cap.enabled = False``), ``objects`` (``capture(retain="objects")``: records
+keep the framework's result objects instead of a light snapshot) and, for LangChain, ``trace``
+(``capture(trace=True)``: the handler rides on every run of the chain, to give each record its ``trace_id``).
+A block is ``--n`` calls; a repetition gives one mean time per call for every mode, and the overhead of a mode
+is the median over repetitions of its paired difference with ``off`` in the same repetition, with a 95%
+percentile-bootstrap interval of that median. The ``read`` column is the cost, outside the application's call,
+of turning one record into hits when ``cap.run`` is read. ``handler floor`` times the handler methods alone on
+a prebuilt result list (no framework around them), the part of the overhead that is rankbridge's code.
 
 Usage: ``.venv/bin/python benchmarks/bench_capture.py [--reps 30] [--n 200] [--write]``
-(about three minutes on 2 cores). ``--write`` replaces the capture section of docs/benchmarks.md.
+(about four minutes on 2 cores). ``--write`` replaces the capture section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import sys
 import time
 import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 from pathlib import Path
@@ -106,10 +107,14 @@ def langchain_pipelines(docs: dict[str, str]) -> dict[str, Callable[[str], Any]]
 
     retriever = BM25Retriever.from_texts(list(docs.values()), ids=list(docs), k=10)
     prompt = ChatPromptTemplate.from_template("Context:\n{context}\nQuestion: {question}")
+
+    def to_prompt_input(ds: list[Any]) -> dict[str, str]:
+        return {"context": "\n".join(d.page_content for d in ds), "question": "q"}
+
     # retriever | prompt | model, sequential (a RunnableParallel would add thread-pool noise to the timings)
     chain = (
         retriever
-        | RunnableLambda(lambda ds: {"context": "\n".join(d.page_content for d in ds), "question": "q"})
+        | RunnableLambda(to_prompt_input)
         | prompt
         | FakeListChatModel(responses=["an answer"])
         | StrOutputParser()
@@ -170,11 +175,99 @@ def paired(on: list[float], off: list[float], *, resamples: int = 2000, seed: in
     return statistics.median(diffs), boot[int(0.025 * resamples)], boot[int(0.975 * resamples) - 1]
 
 
+_noop_slot: Any = None
+
+
+@contextlib.contextmanager
+def noop_handlers(framework: str) -> Iterator[None]:
+    """Handlers that do nothing, attached where ``capture()`` attaches its own: the framework's price for
+    calling any handler at those points (LlamaIndex: a span and an event handler on the root dispatcher;
+    LangChain: a callback handler on retriever runs, through the same configure hook and stack check)."""
+    global _noop_slot
+    if framework == "llamaindex":
+        from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
+        from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+        from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
+
+        class NoopEvents(BaseEventHandler):  # type: ignore[misc]
+            def handle(self, event: Any, **kwargs: Any) -> None:
+                return None
+
+        class NoopSpans(BaseSpanHandler[Any]):  # type: ignore[misc]
+            def span_enter(
+                self,
+                id_: str,
+                bound_args: Any,
+                instance: Any = None,
+                parent_id: str | None = None,
+                tags: dict[str, Any] | None = None,
+                **kwargs: Any,
+            ) -> None:
+                return None
+
+            def span_exit(
+                self, id_: str, bound_args: Any, instance: Any = None, result: Any = None, **kwargs: Any
+            ) -> None:
+                return None
+
+            def span_drop(self, *args: Any, **kwargs: Any) -> None:
+                return None
+
+            def new_span(self, *args: Any, **kwargs: Any) -> None:
+                return None
+
+            def prepare_to_exit_span(self, *args: Any, **kwargs: Any) -> None:
+                return None
+
+            def prepare_to_drop_span(self, *args: Any, **kwargs: Any) -> None:
+                return None
+
+        d = get_dispatcher()
+        events, spans = NoopEvents(), NoopSpans()
+        d.span_handlers = [*d.span_handlers, spans]
+        d.event_handlers = [*d.event_handlers, events]
+        try:
+            yield
+        finally:
+            d.event_handlers = [h for h in d.event_handlers if h is not events]
+            d.span_handlers = [h for h in d.span_handlers if h is not spans]
+        return
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.tracers.context import register_configure_hook
+
+    from rankbridge.callbacks.langchain import _configuring_retriever
+
+    class Noop(BaseCallbackHandler):
+        run_inline = True
+        ignore_llm = ignore_chain = ignore_agent = ignore_chat_model = ignore_retry = ignore_custom_event = True
+
+        def on_retriever_start(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+        def on_retriever_end(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    class Slot:
+        handler: Any = None
+
+        def get(self, default: Any = None) -> Any:
+            return self.handler if self.handler is not None and _configuring_retriever(1) else None
+
+    if _noop_slot is None:
+        _noop_slot = Slot()
+        register_configure_hook(_noop_slot, True)
+    _noop_slot.handler = Noop()
+    try:
+        yield
+    finally:
+        _noop_slot.handler = None
+
+
 def measure(name: str, fn: Callable[[str], Any], qs: list[str], *, reps: int, n: int) -> dict[str, Any]:
     framework = "langchain" if name.startswith("LangChain") else "llamaindex"
     for q in qs[:20]:  # warm up caches, lazy imports, JIT-free but first-call costs
         fn(q)
-    modes = ["off", "on", "paused", "objects"] + (["trace"] if framework == "langchain" else [])
+    modes = ["off", "on", "noop", "paused", "objects"] + (["trace"] if framework == "langchain" else [])
     times: dict[str, list[float]] = {m: [] for m in modes}
     walls: dict[str, list[float]] = {m: [] for m in modes}
     gcs: dict[str, list[float]] = {m: [] for m in modes}
@@ -184,6 +277,9 @@ def measure(name: str, fn: Callable[[str], Any], qs: list[str], *, reps: int, n:
         for mode in order_rng.sample(modes, len(modes)):
             if mode == "off":
                 cpu, wall = block(fn, qs, n)
+            elif mode == "noop":
+                with noop_handlers(framework):
+                    cpu, wall = block(fn, qs, n)
             else:
                 with capture(
                     frameworks=[framework],
@@ -213,6 +309,8 @@ def measure(name: str, fn: Callable[[str], Any], qs: list[str], *, reps: int, n:
         "on": med["on"],
         "overhead": paired(times["on"], times["off"]),
         "trace_overhead": paired(times["trace"], times["off"]) if "trace" in times else None,
+        "noop_overhead": paired(times["noop"], times["off"]),
+        "own": paired(times["on"], times["noop"]),
         "paused_overhead": paired(times["paused"], times["off"]),
         "objects_overhead": paired(times["objects"], times["off"]),
         "wall_off": statistics.median(walls["off"]),
@@ -316,9 +414,9 @@ def report(results: list[dict[str, Any]], floor: dict[str, float], args: argpars
         "",
         f"Per retrieval, microseconds of CPU time (target: capture overhead < {TARGET_US:.0f} µs):",
         "",
-        '| pipeline | off | overhead of `capture()` | `trace=True` | `retain="objects"` | paused | '
-        "wall: off / overhead | read (per record) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| pipeline | off | overhead of `capture()` | no-op handlers | `capture()` - no-op | `trace=True` | "
+        '`retain="objects"` | paused | wall: off / overhead | read (per record) |',
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
 
     def ci(x: tuple[float, float, float] | None) -> str:
@@ -326,7 +424,8 @@ def report(results: list[dict[str, Any]], floor: dict[str, float], args: argpars
 
     for r in results:
         lines.append(
-            f"| {r['name']} | {us(r['off'])} | **{ci(r['overhead'])}** | {ci(r['trace_overhead'])} | "
+            f"| {r['name']} | {us(r['off'])} | **{ci(r['overhead'])}** | {ci(r['noop_overhead'])} | "
+            f"{ci(r['own'])} | {ci(r['trace_overhead'])} | "
             f"{ci(r['objects_overhead'])} | {ci(r['paused_overhead'])} | "
             f"{us(r['wall_off'])} / {us(r['wall_overhead'])} | {us(r['read'])} |"
         )
@@ -355,7 +454,9 @@ def report(results: list[dict[str, Any]], floor: dict[str, float], args: argpars
         "",
         "1. rankbridge's own handler code: the handler table above, a few µs with hot caches; inside a "
         "pipeline the same code runs with cold caches and costs more.",
-        "2. The framework carrying one more handler. LangChain charges every handler on every run it is "
+        "2. The framework calling one more handler: the `no-op handlers` column, handlers that do nothing "
+        "attached where `capture()` attaches its own, and `capture() - no-op` the rest (rankbridge's code in "
+        "place, and the garbage its records leave). LangChain charges every handler on every run it is "
         "attached to, even one that ignores their events (callback managers copied per run; the chat model "
         "checks each handler against a runtime protocol before deciding whether to stream). By default "
         "`capture()` hands its handler to retriever runs only (the configure hook looks at which code is "
