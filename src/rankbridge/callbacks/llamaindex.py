@@ -64,14 +64,17 @@ __all__ = ["RankbridgeEventHandler", "RankbridgeSpanHandler", "attach"]
 PLAIN_ATTRS[TextNode.get_content] = "text"
 PLAIN_ATTRS[BaseNode.__dict__["node_id"]] = "id_"
 
-_EVENT_TYPES: dict[type, bool] = {}  # event class -> is it a retrieval event (LlamaIndex sends ~12 per query)
+_OTHER, _START, _END = 0, 1, 2
+_EVENT_KINDS: dict[type, int] = {}  # event class -> which retrieval event it is (LlamaIndex sends ~12 per query)
 
 
-def _event_type(event: Any) -> bool:
-    wanted = isinstance(event, (RetrievalStartEvent, RetrievalEndEvent))
-    if len(_EVENT_TYPES) < 10_000:
-        _EVENT_TYPES[type(event)] = wanted
-    return wanted
+def _event_kind(event: Any) -> int:
+    kind = (
+        _START if isinstance(event, RetrievalStartEvent) else _END if isinstance(event, RetrievalEndEvent) else _OTHER
+    )
+    if len(_EVENT_KINDS) < 10_000:
+        _EVENT_KINDS[type(event)] = kind
+    return kind
 
 
 #: Bound on open spans / retrievals tracked at once.
@@ -182,6 +185,14 @@ class _Tap:
         elif isinstance(event, RetrievalEndEvent):
             self._end(event)
 
+    @guarded
+    def start(self, event: Any) -> None:
+        self._start(event)
+
+    @guarded
+    def end(self, event: Any) -> None:
+        self._end(event)
+
     def _start(self, event: Any) -> None:
         rec = self._recorder
         span = event.span_id
@@ -236,7 +247,7 @@ class _Tap:
         record.latency = time.perf_counter() - record._t0
         nodes = event.nodes
         scores = _scores(nodes)
-        record.set_items(nodes, scores, self._recorder)
+        record.set_items(nodes, scores, self._recorder)  # copies what the hits need (see Recorder.retain)
         if record._is_nested:
             return
         if record.nested:
@@ -261,13 +272,16 @@ class RankbridgeEventHandler(BaseEventHandler):  # type: ignore[misc]
     def handle(self, event: Any, **kwargs: Any) -> None:
         """Record retrieval start and end events (other events return at once)."""
         try:
-            wanted = _EVENT_TYPES.get(type(event))
-            if wanted is None:
-                wanted = _event_type(event)
+            kind = _EVENT_KINDS.get(type(event))
+            if kind is None:
+                kind = _event_kind(event)
         except Exception:
-            wanted = True  # the guarded path decides (and counts any failure)
-        if wanted:
-            self.tap.event(event)
+            self.tap.event(event)  # the guarded path decides (and counts any failure)
+            return
+        if kind == _START:
+            self.tap.start(event)
+        elif kind == _END:
+            self.tap.end(event)
 
 
 class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
