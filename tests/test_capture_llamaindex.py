@@ -29,7 +29,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.retrievers import QueryFusionRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import Document, NodeWithScore, QueryBundle, TextNode
 from llama_index.retrievers.bm25 import BM25Retriever
 from llama_index_instrumentation.dispatcher import instrument_tags
 
@@ -343,3 +343,29 @@ def test_light_records_keep_no_nodes_and_read_like_the_nodes(retriever: BM25Retr
     # an overridden get_content is called, as when the nodes are read later
     assert type(shouting._items) is list
     assert [(h.doc_id, h.text) for h in shouting.retrieved] == [("s1", "SCURVY")]
+
+
+def test_text_node_fast_path_reads_like_the_generic_path() -> None:
+    from rankbridge.callbacks._recorder import CaptureRecord, Recorder
+    from rankbridge.callbacks.llamaindex import _scores, _snapshot_text_nodes
+
+    nodes = [
+        NodeWithScore(
+            node=TextNode(text=f"text {i}", id_=f"n{i}", metadata={"doc_id": f"d{i % 2}"}), score=1.0 / (i + 1)
+        )
+        for i in range(4)
+    ]
+    for options in ({}, {"keep_text": False}, {"id_from": "metadata:doc_id"}):
+        rec = Recorder(**options)  # type: ignore[arg-type]
+        fast = _snapshot_text_nodes(nodes, rec.snap_text)
+        assert fast is not None
+        a = CaptureRecord(framework="llamaindex", query="q", run_id="a", retriever="R")
+        a.set_snapshot(*fast)
+        b = CaptureRecord(framework="llamaindex", query="q", run_id="b", retriever="R")
+        b.set_items(nodes, _scores(nodes), Recorder(retain="objects", **options))  # type: ignore[arg-type]
+        rec.add(a)
+        rec.add(b)
+        assert a.retrieved == b.retrieved and a.retrieved, options
+    # anything but a plain TextNode list takes the generic path
+    assert _snapshot_text_nodes([NodeWithScore(node=Document(text="x", id_="d"), score=1.0)], True) is None
+    assert _snapshot_text_nodes([], True) is None

@@ -432,6 +432,11 @@ class CaptureRecord:
         self._items, self._scores = _keep(items, scores, recorder)
         self._cache = None
 
+    def set_snapshot(self, snap: Snapshot, scores: list[Any] | None) -> None:
+        """Keep a snapshot a handler already took (a framework's fast path to :meth:`set_items`)."""
+        self._items, self._scores = snap, scores
+        self._cache = None
+
     def set_final(
         self, items: Iterable[Any], scores: list[Any] | None = None, recorder: Recorder | None = None
     ) -> None:

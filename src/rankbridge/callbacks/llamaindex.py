@@ -44,13 +44,14 @@ from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
-from llama_index.core.schema import BaseNode, TextNode
+from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
 
 from rankbridge.callbacks._recorder import (
     PLAIN_ATTRS,
     QUERY_ID_KEY,
     CaptureRecord,
     Recorder,
+    Snapshot,
     current_query_id,
     error_text,
     guarded,
@@ -92,6 +93,39 @@ def _scores(nodes: Any) -> list[Any] | None:
         return [n.score if n.node is not None else None for n in nodes]
     except AttributeError:
         return None
+
+
+_FIELDS = ("id", "metadata")
+_FIELDS_TEXT = ("id", "metadata", "text")
+
+
+def _snapshot_text_nodes(nodes: Any, text: bool) -> tuple[Snapshot, list[Any]] | None:
+    """The snapshot and scores of a list of ``NodeWithScore`` over plain ``TextNode`` objects, in one pass.
+
+    The common case (BM25, vector stores) read without the generic per-class machinery: a record is made
+    inside the application's call, where every instruction runs with cold caches. ``None`` for anything
+    else (other node classes, subclasses that may override ``get_content``), which takes the generic path.
+    """
+    if type(nodes) is not list or not nodes:
+        return None
+    out = Snapshot()
+    scores: list[Any] = []
+    add = out.append
+    add_score = scores.append
+    for n in nodes:
+        if type(n) is not NodeWithScore:
+            return None
+        node = n.node
+        if type(node) is not TextNode:
+            return None
+        add(node.id_)  # BaseNode.node_id returns id_, TextNode.get_content() returns text (see PLAIN_ATTRS)
+        add(node.metadata)
+        if text:
+            add(node.text)
+        add_score(n.score)
+    out.cls = TextNode
+    out.fields = _FIELDS_TEXT if text else _FIELDS
+    return out, scores
 
 
 def _same_list(final: list[Any], scores: list[Any], retrieved: list[Any], retrieved_scores: list[Any] | None) -> bool:
@@ -246,8 +280,15 @@ class _Tap:
             return
         record.latency = time.perf_counter() - record._t0
         nodes = event.nodes
-        scores = _scores(nodes)
-        record.set_items(nodes, scores, self._recorder)  # copies what the hits need (see Recorder.retain)
+        rec = self._recorder
+        fast = _snapshot_text_nodes(nodes, rec.snap_text) if rec.light and not rec.snap_ref else None
+        scores: list[Any] | None
+        if fast is not None:
+            record.set_snapshot(*fast)
+            scores = fast[1]
+        else:
+            scores = _scores(nodes)
+            record.set_items(nodes, scores, rec)  # copies what the hits need (see Recorder.retain)
         if record._is_nested:
             return
         if record.nested:
