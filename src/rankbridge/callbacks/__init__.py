@@ -29,7 +29,8 @@ Matching captured queries to the golden set
 Records, lists and export
 -------------------------
 ``cap.records`` are the raw :class:`CaptureRecord` objects (query, ids of the run, its parent and its
-trace, retriever class, ``retrieved`` and ``final`` hits, latency, error, ``nested`` retrievals).
+trace -- LangChain: with ``capture(trace=True)`` --, retriever class, ``retrieved`` and ``final`` hits,
+latency, error, ``nested`` retrievals).
 ``cap.run`` is a ranked :class:`~rankbridge.Run` of the list the app used (``final`` when a reranker or
 node postprocessor changed it, else ``retrieved``); ``cap.to_run(stage="retrieved")`` gives the
 retriever's own lists. Export with ``cap.write_trec(path)`` / ``cap.write_jsonl(path)``, or keep it in
@@ -41,11 +42,12 @@ Safety inside someone else's app
 --------------------------------
 Handlers never raise into the host (their failures are counted in ``cap.summary()["internal_errors"]``),
 never do I/O, hold a lock only to append a record, keep at most ``max_records`` records (the rest are
-counted as dropped), sample with ``sample_rate``, and return at their first line while
-``cap.enabled`` is ``False``. Results are turned into hits (doc ids resolved with ``id_from``) only when
-:attr:`Capture.run` or :attr:`Capture.records` is read. When a retrieval ends, records copy each result's
-own id, score, text and metadata and let the framework's objects go (``retain="objects"``, or a callable
-``id_from``, keeps the objects until the run is read instead).
+counted as dropped), sample with ``sample_rate``, and are not called at all while ``cap.enabled`` is
+``False`` (LlamaIndex's are taken off the dispatcher; LangChain's is given to no new run). Results are
+turned into hits (doc ids resolved with ``id_from``) only when :attr:`Capture.run` or
+:attr:`Capture.records` is read. When a retrieval ends, records copy each result's own id, score, text
+and metadata and let the framework's objects go (``retain="objects"``, or a callable ``id_from``, keeps
+the objects until the run is read instead).
 
 Examples
 --------
