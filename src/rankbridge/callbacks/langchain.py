@@ -499,9 +499,9 @@ class _HookSlot:
 
     Without ``trace``, ``get()`` hands the handler only to retriever runs (see
     :func:`_configuring_retriever`); runs inside a retriever inherit it from there. LangChain charges
-    every handler on every run of a chain, even one that ignores all their events (about 40 µs on a
-    six-step LCEL chain with a chat model, on langchain-core 1.8 and Python 3.11: see
-    docs/benchmarks.md), so keeping it off the other runs is most of the capture's cost saved.
+    every handler on every run of a chain, even one that ignores all their events, so keeping it off the
+    other runs saves most of the capture's cost (on the six-step LCEL chain of docs/benchmarks.md,
+    ``trace=True``, on every run, costs about twice the default).
     """
 
     __slots__ = ("handler",)
