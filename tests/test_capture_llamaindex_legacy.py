@@ -32,6 +32,7 @@ from llama_index.retrievers.bm25 import BM25Retriever
 
 from rankbridge import GoldenSet, Qrels, Query
 from rankbridge.callbacks import Capture, CaptureRecord, QueryMatcher, Recorder, capture, query_id
+from rankbridge.callbacks import _llamaindex_common as common
 from rankbridge.callbacks import llamaindex_legacy as legacy
 from rankbridge.callbacks.llamaindex_legacy import RankbridgeLlamaIndexCallback, attach
 from rankbridge.errors import InputError
@@ -353,7 +354,7 @@ def test_nested_retrievers(
         (Recorder, "admit"),
         (CaptureRecord, "set_items"),
         (CaptureRecord, "set_final"),
-        (legacy, "small_tags"),
+        (common, "small_tags"),
         (legacy, "_retriever_name"),
         (legacy, "_result_nodes"),
     ],

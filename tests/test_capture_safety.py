@@ -159,7 +159,12 @@ def test_bookkeeping_failure_leaves_the_answer_unchanged(
     if target is recorder_mod:  # the handler modules imported the function by name
         import importlib
 
-        monkeypatch.setattr(importlib.import_module(f"rankbridge.callbacks.{name}"), attr, boom)
+        modules = [f"rankbridge.callbacks.{name}"] + (
+            ["rankbridge.callbacks._llamaindex_common"] if name == "llamaindex" else []
+        )
+        for module in modules:
+            if hasattr(importlib.import_module(module), attr):
+                monkeypatch.setattr(importlib.import_module(module), attr, boom)
     with capture(frameworks=[name]) as cap:
         got = answers(application)
     assert got == expected

@@ -44,26 +44,15 @@ from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
-from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
+from llama_index.core.schema import NodeWithScore, TextNode
 
-from rankbridge.callbacks._recorder import (
-    PLAIN_ATTRS,
-    QUERY_ID_KEY,
-    CaptureRecord,
-    Recorder,
-    Snapshot,
-    current_query_id,
-    error_text,
-    guarded,
-    small_tags,
-)
+from rankbridge.callbacks._llamaindex_common import MAX_OPEN as _MAX_OPEN
+from rankbridge.callbacks._llamaindex_common import node_scores as _scores
+from rankbridge.callbacks._llamaindex_common import open_retrieval
+from rankbridge.callbacks._llamaindex_common import query_text as _query_text
+from rankbridge.callbacks._recorder import CaptureRecord, Recorder, Snapshot, error_text, guarded
 
 __all__ = ["RankbridgeEventHandler", "RankbridgeSpanHandler", "attach"]
-
-# TextNode.get_content() (metadata mode NONE) returns self.text, BaseNode.node_id returns self.id_:
-# snapshots of result nodes read the attributes directly (subclasses that override them are called)
-PLAIN_ATTRS[TextNode.get_content] = "text"
-PLAIN_ATTRS[BaseNode.__dict__["node_id"]] = "id_"
 
 _OTHER, _START, _END = 0, 1, 2
 _EVENT_KINDS: dict[type, int] = {}  # event class -> which retrieval event it is (LlamaIndex sends ~12 per query)
@@ -76,23 +65,6 @@ def _event_kind(event: Any) -> int:
     if len(_EVENT_KINDS) < 10_000:
         _EVENT_KINDS[type(event)] = kind
     return kind
-
-
-#: Bound on open spans / retrievals tracked at once.
-_MAX_OPEN = 100_000
-_MAX_DEPTH = 256
-_SKIP = None
-
-
-def _scores(nodes: Any) -> list[Any] | None:
-    """The scores of a list of ``NodeWithScore``, copied now (rerankers mutate them in place); ``None``
-    when it is not such a list. The nodes themselves are kept by reference."""
-    if not isinstance(nodes, list):
-        return None
-    try:
-        return [n.score if n.node is not None else None for n in nodes]
-    except AttributeError:
-        return None
 
 
 _FIELDS = ("id", "metadata")
@@ -144,13 +116,6 @@ def _result_nodes(result: Any) -> Any:
     if isinstance(result, list):
         return result if result else None
     return getattr(result, "source_nodes", None)
-
-
-def _query_text(q: Any) -> str:
-    if isinstance(q, str):
-        return q
-    text = getattr(q, "query_str", None)
-    return text if isinstance(text, str) else str(q)
 
 
 class _Tap:
@@ -228,51 +193,19 @@ class _Tap:
         self._end(event)
 
     def _start(self, event: Any) -> None:
-        rec = self._recorder
         span = event.span_id
-        if not rec.enabled or span is None:
+        if not self._recorder.enabled or span is None:
             return
-        parents = self._parents
-        outer: CaptureRecord | None = None
-        nested = False
-        trace = span
-        cur = parents.get(span)
-        for _ in range(_MAX_DEPTH):
-            if cur is None:
-                break
-            trace = cur
-            if not nested and cur in self._open:
-                nested = True
-                outer = self._open[cur]
-                if outer is _SKIP:
-                    self._open[span] = _SKIP
-                    return
-            cur = parents.get(cur)
-        if not nested and not rec.admit():
-            if len(self._open) < _MAX_OPEN:
-                self._open[span] = _SKIP
-            return
-        tags = event.tags
-        qid = tags.get(QUERY_ID_KEY) if tags else None
-        if qid is None:
-            qid = current_query_id()
-        record = CaptureRecord(
-            framework="llamaindex",
+        open_retrieval(
+            self._recorder,
+            self._parents,
+            self._open,
+            span,
+            self._parents.get(span),
             query=_query_text(event.str_or_query_bundle),
-            run_id=span,
             retriever=span.split(".", 1)[0] if "." in span else "Retriever",
-            query_id=None if qid is None else str(qid),
-            parent_id=parents.get(span),
-            trace_id=outer._trace_id if outer is not None else trace,
-            started=time.time(),
-            tags=small_tags(tags),
+            tags=event.tags,
         )
-        if outer is not None:
-            outer.add_nested(record)
-        record._is_nested = nested
-        if len(self._open) < _MAX_OPEN:
-            record._t0 = time.perf_counter()
-            self._open[span] = record
 
     def _end(self, event: Any) -> None:
         record = self._open.pop(event.span_id, None)

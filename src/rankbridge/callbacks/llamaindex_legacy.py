@@ -74,26 +74,13 @@ from typing import Any
 from llama_index.core.callbacks.base_handler import BaseCallbackHandler
 from llama_index.core.callbacks.schema import BASE_TRACE_EVENT, CBEventType, EventPayload
 
-from rankbridge.callbacks._recorder import (
-    PLAIN_ATTRS,
-    QUERY_ID_KEY,
-    CaptureRecord,
-    Recorder,
-    current_query_id,
-    error_text,
-    guarded,
-    small_tags,
-)
+from rankbridge.callbacks._llamaindex_common import MAX_OPEN as _MAX_OPEN
+from rankbridge.callbacks._llamaindex_common import node_scores as _scores
+from rankbridge.callbacks._llamaindex_common import open_retrieval
+from rankbridge.callbacks._llamaindex_common import query_text as _query_text
+from rankbridge.callbacks._recorder import CaptureRecord, Recorder, error_text, guarded
 
 __all__ = ["RankbridgeLlamaIndexCallback", "attach"]
-
-try:  # TextNode.get_content() returns self.text, BaseNode.node_id returns self.id_ (see llamaindex.py)
-    from llama_index.core.schema import BaseNode, TextNode
-
-    PLAIN_ATTRS[TextNode.get_content] = "text"
-    PLAIN_ATTRS[BaseNode.__dict__["node_id"]] = "id_"
-except Exception:  # pragma: no cover - an older schema: snapshots call the methods instead
-    pass
 
 _active_span: Any = None  # ContextVar of the active instrumentation span id
 _active_tags: Any = None  # ContextVar of the active instrument_tags
@@ -102,11 +89,6 @@ try:  # the instrumentation module (LlamaIndex >= ~0.10.20): retriever class and
     from llama_index_instrumentation.dispatcher import active_instrument_tags as _active_tags
 except Exception:  # pragma: no cover - older LlamaIndex
     pass
-
-#: Bound on open events / retrievals / waiting lists tracked at once.
-_MAX_OPEN = 100_000
-_MAX_DEPTH = 256
-_SKIP = None
 
 _RETRIEVE = CBEventType.RETRIEVE
 _RERANKING = getattr(CBEventType, "RERANKING", None)
@@ -124,17 +106,6 @@ _EXCEPTION = EventPayload.EXCEPTION
 _QUERY_STR = EventPayload.QUERY_STR
 
 
-def _scores(nodes: Any) -> list[Any] | None:
-    """The scores of a list of ``NodeWithScore``, copied now (rerankers mutate them in place); ``None``
-    when it is not such a list. The nodes themselves are kept by reference."""
-    if not isinstance(nodes, list):
-        return None
-    try:
-        return [n.score if n.node is not None else None for n in nodes]
-    except AttributeError:
-        return None
-
-
 def _result_nodes(payload: Mapping[Any, Any] | None) -> Any:
     """Nodes an event ended with: ``NODES``, else the ``source_nodes`` of its ``RESPONSE``."""
     if not payload:
@@ -143,13 +114,6 @@ def _result_nodes(payload: Mapping[Any, Any] | None) -> Any:
     if nodes is not None:
         return nodes
     return getattr(payload.get(_RESPONSE), "source_nodes", None)
-
-
-def _query_text(q: Any) -> str:
-    if isinstance(q, str):
-        return q
-    text = getattr(q, "query_str", None)
-    return text if isinstance(text, str) else str(q)
 
 
 def _retriever_name() -> str:
@@ -255,51 +219,18 @@ class RankbridgeLlamaIndexCallback(BaseCallbackHandler):
 
     # -- bookkeeping ----------------------------------------------------------------------------
     def _start(self, payload: Mapping[Any, Any] | None, event_id: str, parent: str | None) -> None:
-        rec = self._recorder
-        parents = self._parents
-        if len(parents) < _MAX_OPEN:
-            parents[event_id] = parent
-        outer: CaptureRecord | None = None
-        nested = False
-        trace = event_id
-        cur = parent
-        for _ in range(_MAX_DEPTH):
-            if cur is None:
-                break
-            trace = cur
-            if not nested and cur in self._open:
-                nested = True
-                outer = self._open[cur]
-                if outer is _SKIP:  # inside a retrieval that is not recorded (sampled out, over the cap)
-                    if len(self._open) < _MAX_OPEN:
-                        self._open[event_id] = _SKIP
-                    return
-            cur = parents.get(cur)
-        if not nested and not rec.admit():
-            if len(self._open) < _MAX_OPEN:
-                self._open[event_id] = _SKIP
-            return
-        tags = _active_tags.get() if _active_tags is not None else None
-        qid = tags.get(QUERY_ID_KEY) if tags else None
-        if qid is None:
-            qid = current_query_id()
-        record = CaptureRecord(
-            framework="llamaindex",
+        if len(self._parents) < _MAX_OPEN:
+            self._parents[event_id] = parent
+        open_retrieval(
+            self._recorder,
+            self._parents,
+            self._open,
+            event_id,
+            parent,
             query=_query_text(payload.get(_QUERY_STR) if payload else None),
-            run_id=event_id,
             retriever=_retriever_name(),
-            query_id=None if qid is None else str(qid),
-            parent_id=parent,
-            trace_id=outer._trace_id if outer is not None else trace,
-            started=time.time(),
-            tags=small_tags(tags),
+            tags=_active_tags.get() if _active_tags is not None else None,
         )
-        if outer is not None:
-            outer.add_nested(record)
-        record._is_nested = nested
-        if len(self._open) < _MAX_OPEN:
-            record._t0 = time.perf_counter()
-            self._open[event_id] = record
 
     def _end(self, payload: Mapping[Any, Any] | None, event_id: str, parent: str | None) -> None:
         record = self._open.pop(event_id, None)

@@ -1,0 +1,110 @@
+"""What the two LlamaIndex capture handlers share: the span/event tree walk, opening a record, node scores.
+
+:mod:`rankbridge.callbacks.llamaindex` (instrumentation spans) and
+:mod:`rankbridge.callbacks.llamaindex_legacy` (``CallbackManager`` events) both keep the parent of every
+open span or event and the open retrievals; this module holds the bookkeeping on those maps, so the two
+cannot drift apart. It imports only ``llama_index.core.schema``, which every LlamaIndex release has (the
+legacy handler exists for releases without the instrumentation module).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from llama_index.core.schema import BaseNode, TextNode
+
+from rankbridge.callbacks._recorder import PLAIN_ATTRS, QUERY_ID_KEY, CaptureRecord, current_query_id, small_tags
+
+# TextNode.get_content() (metadata mode NONE) returns self.text, BaseNode.node_id returns self.id_:
+# snapshots of result nodes read the attributes directly (subclasses that override them are called)
+try:
+    PLAIN_ATTRS[TextNode.get_content] = "text"
+    PLAIN_ATTRS[BaseNode.__dict__["node_id"]] = "id_"
+except Exception:  # pragma: no cover - an older schema: snapshots call the methods instead
+    pass
+
+#: Bound on open spans / events / retrievals / waiting lists tracked at once.
+MAX_OPEN = 100_000
+MAX_DEPTH = 256
+#: An open retrieval that is not recorded (sampled out, over the cap, or nested in such a one).
+SKIP = None
+
+
+def node_scores(nodes: Any) -> list[Any] | None:
+    """The scores of a list of ``NodeWithScore``, copied now (rerankers mutate them in place); ``None``
+    when it is not such a list. The nodes themselves are kept by reference."""
+    if not isinstance(nodes, list):
+        return None
+    try:
+        return [n.score if n.node is not None else None for n in nodes]
+    except AttributeError:
+        return None
+
+
+def query_text(q: Any) -> str:
+    """The query string of a ``str`` or ``QueryBundle``."""
+    if isinstance(q, str):
+        return q
+    text = getattr(q, "query_str", None)
+    return text if isinstance(text, str) else str(q)
+
+
+def open_retrieval(
+    rec: Any,
+    parents: dict[str, str | None],
+    open_: dict[str, CaptureRecord | None],
+    run_id: str,
+    parent: str | None,
+    *,
+    query: str,
+    retriever: str,
+    tags: Any,
+) -> None:
+    """Open a record for a retrieval that starts under ``parent``, in ``open_`` under ``run_id``.
+
+    Walks up ``parents`` for the trace (the outermost open span or event) and for an enclosing retrieval
+    (the record is then nested in it; inside an unrecorded one it is not recorded either). A top-level
+    retrieval is recorded only if ``rec.admit()`` says so (sampling, cap). The query id comes from
+    ``tags`` (``rankbridge_query_id``), else from :func:`~rankbridge.callbacks.query_id`.
+    """
+    outer: CaptureRecord | None = None
+    nested = False
+    trace = run_id
+    cur = parent
+    for _ in range(MAX_DEPTH):
+        if cur is None:
+            break
+        trace = cur
+        if not nested and cur in open_:
+            nested = True
+            outer = open_[cur]
+            if outer is SKIP:
+                if len(open_) < MAX_OPEN:
+                    open_[run_id] = SKIP
+                return
+        cur = parents.get(cur)
+    if not nested and not rec.admit():
+        if len(open_) < MAX_OPEN:
+            open_[run_id] = SKIP
+        return
+    qid = tags.get(QUERY_ID_KEY) if tags else None
+    if qid is None:
+        qid = current_query_id()
+    record = CaptureRecord(
+        framework="llamaindex",
+        query=query,
+        run_id=run_id,
+        retriever=retriever,
+        query_id=None if qid is None else str(qid),
+        parent_id=parent,
+        trace_id=outer._trace_id if outer is not None else trace,
+        started=time.time(),
+        tags=small_tags(tags),
+    )
+    if outer is not None:
+        outer.add_nested(record)
+    record._is_nested = nested
+    if len(open_) < MAX_OPEN:
+        record._t0 = time.perf_counter()
+        open_[run_id] = record
