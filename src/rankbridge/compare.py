@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from rankbridge._cli_common import split_metric_args, unique_run_names
+from rankbridge._cli_common import add_run_arguments, add_test_arguments, split_metric_args, unique_run_names
 from rankbridge.errors import InputError
 from rankbridge.evaluate import Evaluation, evaluate
 from rankbridge.metrics.measures import Measure, parse_measure, parse_measures
@@ -1344,24 +1344,7 @@ def add_cli(subparsers: Any) -> None:
         "  rankbridge compare qrels.txt bm25.txt dense.txt hybrid.txt --baseline bm25 --test wilcoxon\n"
         "  rankbridge compare qrels.txt bm25.txt dense.txt --format json",
     )
-    p.add_argument("qrels", help="relevance judgments file (TREC, BEIR .tsv or .jsonl)")
-    p.add_argument("run", nargs="+", help="run files (TREC or .jsonl); named by their run tag, else file name")
-    p.add_argument(
-        "-m",
-        "--metric",
-        action="append",
-        help=f"metric, repeatable or comma-separated (default: {','.join(DEFAULT_COMPARE_METRICS)})",
-    )
-    p.add_argument("--baseline", help="name of the baseline run (default: the first)")
-    p.add_argument(
-        "--test",
-        choices=["permutation", "t", "wilcoxon"],
-        default="permutation",
-        help="paired test (default: permutation)",
-    )
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
-    p.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default: 0.95)")
-    p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap/permutation resamples (default: 10000)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    add_run_arguments(p, DEFAULT_COMPARE_METRICS)
+    add_test_arguments(p)
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=_cmd_compare)

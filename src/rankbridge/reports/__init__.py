@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rankbridge._cli_common import split_metric_args, unique_run_names
+from rankbridge._cli_common import add_run_arguments, add_test_arguments, split_metric_args, unique_run_names
 from rankbridge.reports.model import (
     CategoryRow,
     CategoryTable,
@@ -175,15 +175,7 @@ def add_cli(subparsers: Any) -> None:
         "  rankbridge report qrels.txt run.txt --golden my_beir_set/ --format md -o report.md\n"
         "  rankbridge report qrels.txt run.txt --history rankbridge-history.sqlite --format json",
     )
-    p.add_argument("qrels", help="relevance judgments file (TREC, BEIR .tsv or .jsonl)")
-    p.add_argument("run", nargs="+", help="run files (TREC or .jsonl); named by their run tag, else file name")
-    p.add_argument(
-        "-m",
-        "--metric",
-        action="append",
-        help=f"metric, repeatable or comma-separated (default: {','.join(DEFAULT_REPORT_METRICS)})",
-    )
-    p.add_argument("--baseline", help="name of the baseline run (default: the first)")
+    add_run_arguments(p, DEFAULT_REPORT_METRICS)
     p.add_argument(
         "--golden",
         metavar="BEIR_DIR",
@@ -203,14 +195,5 @@ def add_cli(subparsers: Any) -> None:
         "-k", type=int, default=10, help="a hit is a relevant chunk in the top k (failure lists; default 10)"
     )
     p.add_argument("--history", metavar="STORE", help="run history file (rankbridge history) for trends over runs")
-    p.add_argument(
-        "--test",
-        choices=["permutation", "t", "wilcoxon"],
-        default="permutation",
-        help="paired test (default: permutation)",
-    )
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
-    p.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default: 0.95)")
-    p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap/permutation resamples (default: 10000)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    add_test_arguments(p)
     p.set_defaults(func=_cmd_report)
