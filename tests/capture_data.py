@@ -1,4 +1,4 @@
-"""The small corpus, questions and qrels the live-capture tests share (one copy for every framework)."""
+"""The small corpus, questions and qrels the capture and adapter tests share (one copy for every framework)."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from capture_data import CORPUS
 from rankbridge import RetrievalError
 from rankbridge.adapters import CallableRetriever, LangChainRetriever, LlamaIndexRetriever, adapt
 from rankbridge.retriever import Retriever
@@ -25,18 +26,6 @@ from rankbridge.runner import run_retriever
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-CORPUS = {
-    "d0": "Scurvy is a disease caused by a lack of vitamin C in the diet.",
-    "d1": "Sailors on long voyages suffered from scurvy before citrus rations.",
-    "d2": "Vitamin C is found in citrus fruits such as oranges and lemons.",
-    "d3": "The cat sat on the mat and watched the dogs in the garden.",
-    "d4": "Dogs bark loudly at night when strangers pass the house.",
-    "d5": "Rickets is caused by a lack of vitamin D and sunlight.",
-    "d6": "Oranges grow in warm climates and are rich in vitamin C.",
-    "d7": "Bread is made from flour, water, yeast and salt.",
-    "d8": "A balanced diet prevents many deficiency diseases like scurvy and rickets.",
-    "d9": "Cats sleep for most of the day and hunt at night.",
-}
 QUERIES = {
     "q1": "what causes scurvy",
     "q2": "vitamin C citrus oranges",
