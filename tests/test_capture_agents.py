@@ -510,9 +510,9 @@ def li_open_state() -> int:
     """Spans, retrievals and records the attached LlamaIndex taps still track (0 once every agent run is over)."""
     from llama_index.core.instrumentation import get_dispatcher
 
-    from rankbridge.callbacks.llamaindex import RankbridgeEventHandler
+    from rankbridge.callbacks.llamaindex import RankbridgeSpanHandler
 
-    taps = [h.tap for h in get_dispatcher().event_handlers if isinstance(h, RankbridgeEventHandler)]
+    taps = [h.tap for h in get_dispatcher().span_handlers if isinstance(h, RankbridgeSpanHandler)]
     return sum(len(t._parents) + len(t._open) + len(t._waiting) for t in taps)
 
 

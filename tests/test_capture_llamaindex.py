@@ -110,14 +110,54 @@ def test_query_engine_capture_equals_direct_calls(retriever: BM25Retriever) -> N
 
 
 def test_handlers_removed_on_exit(retriever: BM25Retriever) -> None:
+    from llama_index.core.instrumentation.span_handlers import NullSpanHandler
+
+    from rankbridge.callbacks.llamaindex import RankbridgeSpanHandler
+
     d = get_dispatcher()
     before = (list(d.event_handlers), list(d.span_handlers))
+    assert [type(h) for h in before[1]] == [NullSpanHandler]  # LlamaIndex's default: a handler that does nothing
     with capture(frameworks=["llamaindex"]) as cap:
-        assert len(d.event_handlers) == len(before[0]) + 1
+        # one span handler does it all, in the place of the NullSpanHandler; no event handler is added
+        assert list(d.event_handlers) == before[0]
+        assert [type(h) for h in d.span_handlers] == [RankbridgeSpanHandler]
         retriever.retrieve("bread")
     retriever.retrieve("scurvy")
-    assert (list(d.event_handlers), list(d.span_handlers)) == before
+    assert list(d.event_handlers) == before[0]
+    assert len(d.span_handlers) == 1 and d.span_handlers[0] is before[1][0]
     assert [r.query for r in cap.records] == ["bread"]
+
+
+def test_attaching_keeps_other_handlers_and_restores_the_list_in_any_order(retriever: BM25Retriever) -> None:
+    from llama_index.core.instrumentation.span_handlers import NullSpanHandler, SimpleSpanHandler
+
+    d = get_dispatcher()
+    null = d.span_handlers[0]
+    assert type(null) is NullSpanHandler
+    try:
+        _attach_in_any_order(d, null, retriever, SimpleSpanHandler())
+    finally:
+        d.span_handlers = [null]
+
+
+def _attach_in_any_order(d: Any, null: Any, retriever: BM25Retriever, users: Any) -> None:
+    a = capture(frameworks=["llamaindex"]).__enter__()
+    b = capture(frameworks=["llamaindex"]).__enter__()  # no NullSpanHandler left to stand in for: appended
+    d.span_handlers = [*d.span_handlers, users]  # the app adds its own handler meanwhile
+    retriever.retrieve("bread")
+    a.__exit__(None, None, None)  # not the reverse order of attaching
+    assert d.span_handlers[0] is null and d.span_handlers[2] is users and len(d.span_handlers) == 3
+    retriever.retrieve("scurvy")
+    b.__exit__(None, None, None)
+    assert len(d.span_handlers) == 2 and d.span_handlers[0] is null and d.span_handlers[1] is users
+    assert [r.query for r in a.records] == ["bread"]
+    assert [r.query for r in b.records] == ["bread", "scurvy"]
+    # a root dispatcher without a NullSpanHandler: the handler is added, then removed
+    d.span_handlers = [users]
+    with capture(frameworks=["llamaindex"]) as c:
+        assert len(d.span_handlers) == 2 and d.span_handlers[0] is users
+        retriever.retrieve("bread")
+    assert d.span_handlers == [users] and [r.query for r in c.records] == ["bread"]
 
 
 class ReverseAndCut(BaseNodePostprocessor):

@@ -1,19 +1,24 @@
-"""LlamaIndex instrumentation handlers that record every retrieval.
+"""LlamaIndex instrumentation handler that records every retrieval.
 
 Importing this module imports ``llama_index.core``; :mod:`rankbridge` and :mod:`rankbridge.callbacks`
 import it only when a capture attaches to LlamaIndex.
 
-Two handlers go on the root dispatcher (``llama_index.core.instrumentation.get_dispatcher()``), which
-every LlamaIndex module's dispatcher propagates to:
+One span handler goes on the root dispatcher (``llama_index.core.instrumentation.get_dispatcher()``),
+which every LlamaIndex module's dispatcher propagates to. ``BaseRetriever.retrieve`` / ``aretrieve`` are
+spans (the same calls that send ``RetrievalStartEvent`` / ``RetrievalEndEvent``), so one handler sees it all:
 
-* an **event handler** reads ``RetrievalStartEvent`` / ``RetrievalEndEvent`` (paired by their
-  ``span_id``): the query, the retriever's class (from the span id ``"BM25Retriever.retrieve-<uuid>"``),
-  the nodes and their scores, the latency;
-* a **span handler** keeps the parent of each open span, which gives a retrieval its parent and trace
-  ids, tells a retriever nested in another one (fusion, recursive, auto-merging) from a top-level one,
-  turns a dropped retrieval span into an error record, and picks up the *final* list: the first
-  enclosing span that returns nodes or a response with ``source_nodes`` (a query engine's ``_query``,
-  a chat engine's ``chat``) gives the list after node postprocessors and rerankers.
+* a retrieval span's enter gives the query (its ``str_or_query_bundle`` argument), the retriever's class
+  (the span's instance), the parent span and the instrument tags; its exit gives the nodes (their scores
+  are copied then, since rerankers may change them in place), its drop the error;
+* every span's parent is kept while it is open, which gives a retrieval its trace id (the outermost open
+  span), tells a retriever nested in another one (fusion, recursive, auto-merging) from a top-level one,
+  and picks up the *final* list: the first enclosing span that returns nodes or a response with
+  ``source_nodes`` (a query engine's ``retrieve``/``_query``, a chat engine's ``chat``) gives the list after
+  node postprocessors and rerankers.
+
+Why no event handler: LlamaIndex sends about as many events as spans (12 each in a ``RetrieverQueryEngine``
+query), and a second handler would be called for every one of them only to ignore all but two; the span
+handler is called anyway (it must see every span for the parent chain), so it does the whole job.
 
 LlamaIndex swallows handler exceptions, and every handler body here is wrapped anyway.
 
@@ -36,14 +41,16 @@ With llama-index-core installed (not run here)::
 
 from __future__ import annotations
 
+import contextlib
+import operator
 import threading
 import time
+from types import MappingProxyType
 from typing import Any
 
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
-from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
-from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
+from llama_index.core.instrumentation.span_handlers import BaseSpanHandler, NullSpanHandler
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from rankbridge.callbacks._llamaindex_common import MAX_OPEN as _MAX_OPEN
@@ -52,22 +59,39 @@ from rankbridge.callbacks._llamaindex_common import open_retrieval
 from rankbridge.callbacks._llamaindex_common import query_text as _query_text
 from rankbridge.callbacks._recorder import CaptureRecord, Recorder, Snapshot, error_text, guarded
 
-__all__ = ["RankbridgeEventHandler", "RankbridgeSpanHandler", "attach"]
+__all__ = ["RankbridgeSpanHandler", "attach"]
 
-_OTHER, _START, _END = 0, 1, 2
-_EVENT_KINDS: dict[type, int] = {}  # event class -> which retrieval event it is (LlamaIndex sends ~12 per query)
+#: class of a span's instance -> the id prefixes of its retrieve/aretrieve spans, ``None`` for a class that is
+#: not a retriever (LlamaIndex opens ~12 spans per query; this is looked up for each)
+_RETRIEVE_PREFIXES: dict[type, tuple[str, ...] | None] = {}
+_UNSEEN: Any = object()
 
 
-def _event_kind(event: Any) -> int:
-    kind = (
-        _START if isinstance(event, RetrievalStartEvent) else _END if isinstance(event, RetrievalEndEvent) else _OTHER
-    )
-    if len(_EVENT_KINDS) < 10_000:
-        _EVENT_KINDS[type(event)] = kind
-    return kind
+def _retrieve_prefixes(cls: type) -> tuple[str, ...] | None:
+    """Span ids of a retriever's ``retrieve``/``aretrieve`` are ``"<class name>.<method>-<uuid4>"``."""
+    prefixes = (f"{cls.__name__}.retrieve-", f"{cls.__name__}.aretrieve-") if issubclass(cls, BaseRetriever) else None
+    if len(_RETRIEVE_PREFIXES) < 10_000:
+        _RETRIEVE_PREFIXES[cls] = prefixes
+    return prefixes
+
+
+def _retrieval_query(bound_args: Any) -> str:
+    """The query text of a ``retrieve``/``aretrieve`` call (its ``str_or_query_bundle`` argument)."""
+    arguments = bound_args.arguments
+    q = arguments.get("str_or_query_bundle")
+    if q is None:  # a subclass that renamed the parameter
+        q = next(iter(arguments.values()), "")
+    return q if type(q) is str else _query_text(q)
+
+
+def _failed(tap: Any, where: str, exc: Exception) -> None:
+    """Count a failure of our own bookkeeping (see :func:`rankbridge.callbacks._recorder.guarded`)."""
+    with contextlib.suppress(Exception):
+        tap._recorder.internal_error(where, exc)
 
 
 _FIELDS = ("id", "metadata")
+_NO_METADATA: Any = MappingProxyType({})  # read-only: every snapshot shares it
 _FIELDS_TEXT = ("id", "metadata", "text")
 
 
@@ -77,12 +101,14 @@ def _snapshot_text_nodes(nodes: Any, text: bool) -> tuple[Snapshot, list[Any]] |
     The common case (BM25, vector stores) read without the generic per-class machinery: a record is made
     inside the application's call, where every instruction runs with cold caches. ``None`` for anything
     else (other node classes, subclasses that may override ``get_content``), which takes the generic path.
+    An empty metadata dict is not kept (each node has its own: keeping them would keep one more object per
+    result alive, and bring the garbage collector round sooner inside the app).
     """
     if type(nodes) is not list or not nodes:
         return None
     out = Snapshot()
     scores: list[Any] = []
-    add = out.append
+    add = out.extend
     add_score = scores.append
     for n in nodes:
         if type(n) is not NodeWithScore:
@@ -90,26 +116,18 @@ def _snapshot_text_nodes(nodes: Any, text: bool) -> tuple[Snapshot, list[Any]] |
         node = n.node
         if type(node) is not TextNode:
             return None
-        add(node.id_)  # BaseNode.node_id returns id_, TextNode.get_content() returns text (see PLAIN_ATTRS)
-        add(node.metadata)
-        if text:
-            add(node.text)
+        # BaseNode.node_id returns id_, TextNode.get_content() returns text (see PLAIN_ATTRS)
+        add((node.id_, node.metadata or _NO_METADATA, node.text) if text else (node.id_, node.metadata or _NO_METADATA))
         add_score(n.score)
     out.cls = TextNode
     out.fields = _FIELDS_TEXT if text else _FIELDS
     return out, scores
 
 
-def _same_list(final: list[Any], scores: list[Any], retrieved: list[Any], retrieved_scores: list[Any] | None) -> bool:
-    """The final list is the retrieved one: the same ``NodeWithScore`` objects, in order, with the same scores.
-
-    (A query engine with no postprocessor hands its retriever's nodes on; then no second snapshot is taken.)
-    """
-    return (
-        len(final) == len(retrieved)
-        and scores == retrieved_scores
-        and all(a is b for a, b in zip(final, retrieved, strict=True))
-    )
+def _same_objects(final: list[Any], retrieved: list[Any]) -> bool:
+    """The same ``NodeWithScore`` objects, in order (a query engine with no postprocessor hands its
+    retriever's list on; then no second snapshot is taken)."""
+    return final is retrieved or (len(final) == len(retrieved) and all(map(operator.is_, final, retrieved)))
 
 
 def _result_nodes(result: Any) -> Any:
@@ -119,7 +137,7 @@ def _result_nodes(result: Any) -> Any:
 
 
 class _Tap:
-    """The bookkeeping behind both handlers (plain Python; no pydantic on the hot path)."""
+    """The bookkeeping behind the handler (plain Python; no pydantic on the hot path)."""
 
     def __init__(self, recorder: Recorder) -> None:
         self._recorder = recorder
@@ -130,35 +148,46 @@ class _Tap:
         self._waiting: dict[str, list[tuple[CaptureRecord, list[Any], list[Any] | None]]] = {}
 
     def forget(self) -> None:
-        """Drop every open span and retrieval (the handlers were taken off: their ends will not come)."""
+        """Drop every open span and retrieval (the handler was taken off: their ends will not come)."""
         self._parents.clear()
         self._open.clear()
         self._waiting.clear()
 
-    # -- spans ----------------------------------------------------------------------------------
-    # span_enter / span_exit run for every span of the app: the handler inlines their fast path
-    @guarded
-    def span_enter(self, id_: str, parent_id: str | None) -> None:
-        if self._recorder.enabled and len(self._parents) < _MAX_OPEN:
-            self._parents[id_] = parent_id
+    # -- called by RankbridgeSpanHandler inside its try block (a failure is counted there) -----------
+    def end(self, id_: str, parent: str | None, nodes: Any) -> None:
+        record = self._open.pop(id_, None)
+        if record is None:
+            return
+        record.latency = time.perf_counter() - record._t0
+        rec = self._recorder
+        fast = _snapshot_text_nodes(nodes, rec.snap_text) if rec.light and not rec.snap_ref else None
+        scores: list[Any] | None
+        if fast is not None:
+            record._items, scores = fast  # what CaptureRecord.set_snapshot does, one call less
+            record._scores = scores
+        else:
+            scores = _scores(nodes)
+            record.set_items(nodes if nodes is not None else [], scores, rec)  # copies what the hits need
+        if record._is_nested:
+            return
+        if record.nested:
+            # a wrapper around one retriever (auto-merging, recursive): first stage, then its output
+            record.promote_nested()
+        if parent is not None and type(nodes) is list and len(self._waiting) < _MAX_OPEN:
+            self._waiting.setdefault(parent, []).append((record, nodes, scores))
+        rec.add(record)
 
-    @guarded
-    def span_exit(self, id_: str, result: Any) -> None:
-        parent = self._parents.pop(id_, None)
-        if id_ in self._waiting:
-            self._finish_waiting(id_, parent, result)
-
-    @guarded
-    def _finish_waiting(self, id_: str, parent: str | None, result: Any) -> None:
+    def finish_waiting(self, id_: str, parent: str | None, result: Any) -> None:
         waiting = self._waiting.pop(id_, None)
         if not waiting:
             return
         final = _result_nodes(result)
         scores = _scores(final) if final is not None else None
-        if final is not None and scores is not None:
+        if scores is not None:
             if len(waiting) == 1:  # several retrievals under one result: which list is whose is unknown
                 record, retrieved, retrieved_scores = waiting[0]
-                if not _same_list(final, scores, retrieved, retrieved_scores):
+                # rerankers may also change scores in place, in the very list they were given
+                if scores != retrieved_scores or not _same_objects(final, retrieved):
                     record.set_final(final, scores, self._recorder)
             return
         if parent is not None and parent in self._parents:
@@ -176,90 +205,9 @@ class _Tap:
         if not record._is_nested:
             self._recorder.add(record)
 
-    # -- events ---------------------------------------------------------------------------------
-    @guarded
-    def event(self, event: Any) -> None:
-        if isinstance(event, RetrievalStartEvent):
-            self._start(event)
-        elif isinstance(event, RetrievalEndEvent):
-            self._end(event)
-
-    @guarded
-    def start(self, event: Any) -> None:
-        self._start(event)
-
-    @guarded
-    def end(self, event: Any) -> None:
-        self._end(event)
-
-    def _start(self, event: Any) -> None:
-        span = event.span_id
-        if not self._recorder.enabled or span is None:
-            return
-        open_retrieval(
-            self._recorder,
-            self._parents,
-            self._open,
-            span,
-            self._parents.get(span),
-            query=_query_text(event.str_or_query_bundle),
-            retriever=span.split(".", 1)[0] if "." in span else "Retriever",
-            tags=event.tags,
-        )
-
-    def _end(self, event: Any) -> None:
-        record = self._open.pop(event.span_id, None)
-        if record is None:
-            return
-        record.latency = time.perf_counter() - record._t0
-        nodes = event.nodes
-        rec = self._recorder
-        fast = _snapshot_text_nodes(nodes, rec.snap_text) if rec.light and not rec.snap_ref else None
-        scores: list[Any] | None
-        if fast is not None:
-            record.set_snapshot(*fast)
-            scores = fast[1]
-        else:
-            scores = _scores(nodes)
-            record.set_items(nodes, scores, rec)  # copies what the hits need (see Recorder.retain)
-        if record._is_nested:
-            return
-        if record.nested:
-            # a wrapper around one retriever (auto-merging, recursive): first stage, then its output
-            record.promote_nested()
-        parent = self._parents.get(event.span_id)
-        if parent is not None and isinstance(nodes, list) and len(self._waiting) < _MAX_OPEN:
-            self._waiting.setdefault(parent, []).append((record, nodes, scores))
-        self._recorder.add(record)
-
-
-class RankbridgeEventHandler(BaseEventHandler):  # type: ignore[misc]
-    """Receives LlamaIndex instrumentation events; forwards retrieval events to the recorder."""
-
-    tap: Any = None
-
-    @classmethod
-    def class_name(cls) -> str:
-        """Class name."""
-        return "RankbridgeEventHandler"
-
-    def handle(self, event: Any, **kwargs: Any) -> None:
-        """Record retrieval start and end events (other events return at once)."""
-        try:
-            kind = _EVENT_KINDS.get(type(event))
-            if kind is None:
-                kind = _event_kind(event)
-        except Exception:
-            self.tap.event(event)  # the guarded path decides (and counts any failure)
-            return
-        if kind == _START:
-            self.tap.start(event)
-        elif kind == _END:
-            self.tap.end(event)
-
 
 class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
-    """Tracks span parents and results for :class:`RankbridgeEventHandler` (keeps no span objects)."""
+    """Records retrieval spans and tracks the parent of every open span (keeps no span objects)."""
 
     tap: Any = None
 
@@ -272,6 +220,8 @@ class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
         """Class name."""
         return "RankbridgeSpanHandler"
 
+    # span_enter / span_exit run for every span of the app, inside its call, with cold caches: they are kept
+    # flat (no wrapper, few calls); a failure of ours is counted and swallowed here
     def span_enter(
         self,
         id_: str,
@@ -281,23 +231,42 @@ class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
         tags: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Remember the span's parent (inlined :meth:`_Tap.span_enter`: this runs for every span)."""
+        """Remember the span's parent; open a record when the span is a retriever's ``retrieve``."""
+        tap = self.tap
         try:
-            tap = self.tap
-            if tap._recorder.enabled and len(tap._parents) < _MAX_OPEN:
-                tap._parents[id_] = parent_id
-        except Exception:
-            self.tap.span_enter(id_, parent_id)  # the guarded path counts the failure
+            parents = tap._parents
+            if len(parents) < _MAX_OPEN:
+                parents[id_] = parent_id
+            prefixes = _RETRIEVE_PREFIXES.get(type(instance), _UNSEEN)
+            if prefixes is None:
+                return
+            if prefixes is _UNSEEN:
+                prefixes = _retrieve_prefixes(type(instance))
+            if prefixes is not None and id_.startswith(prefixes) and tap._recorder.enabled:
+                open_retrieval(
+                    tap._recorder,
+                    parents,
+                    tap._open,
+                    id_,
+                    parent_id,
+                    query=_retrieval_query(bound_args),
+                    retriever=type(instance).__name__,
+                    tags=tags,
+                )
+        except Exception as exc:
+            _failed(tap, "span_enter", exc)
 
     def span_exit(self, id_: str, bound_args: Any, instance: Any = None, result: Any = None, **kwargs: Any) -> None:
-        """Hand the span's result to retrievals waiting for their final list (inlined fast path)."""
+        """Close the span: finish its retrieval, or hand its result to retrievals waiting for a final list."""
+        tap = self.tap
         try:
-            tap = self.tap
             parent = tap._parents.pop(id_, None)
+            if id_ in tap._open:
+                tap.end(id_, parent, result)
             if id_ in tap._waiting:
-                tap._finish_waiting(id_, parent, result)
-        except Exception:
-            self.tap.span_exit(id_, result)
+                tap.finish_waiting(id_, parent, result)
+        except Exception as exc:
+            _failed(tap, "span_exit", exc)
 
     def span_drop(
         self, id_: str, bound_args: Any, instance: Any = None, err: BaseException | None = None, **kwargs: Any
@@ -318,34 +287,56 @@ class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
         return None
 
 
-class _Attachment:
-    """The handlers on the root dispatcher: calling it detaches them; :meth:`set_active` pauses them.
+#: every attachment edits the same list of the root dispatcher
+_DISPATCHER_LOCK = threading.Lock()
 
-    The handler lists are replaced, not mutated, so a thread iterating them meanwhile is unaffected.
+
+class _Attachment:
+    """The handler on the root dispatcher: calling it detaches it; :meth:`set_active` pauses it.
+
+    While attached, the handler takes the place of LlamaIndex's default ``NullSpanHandler`` (a handler
+    whose methods do nothing) when the root dispatcher has one, and puts it back on detach: LlamaIndex
+    then calls as many span handlers per span as it does without capture (its price for calling one
+    more is about 10-20 µs per query of a ``RetrieverQueryEngine``; see docs/benchmarks.md). Without a
+    ``NullSpanHandler`` the handler is appended.
+
+    The handler list is replaced, not mutated, so a thread iterating it meanwhile is unaffected.
     """
 
     def __init__(self, tap: _Tap) -> None:
         self._dispatcher = get_dispatcher()
         self._tap = tap
-        self._events = RankbridgeEventHandler(tap=tap)
         self._spans = RankbridgeSpanHandler(tap)
-        self._lock = threading.Lock()
+        self._replaced: Any = None  # the NullSpanHandler the handler stands in for
         self._on = False
 
     def set_active(self, active: bool) -> None:
-        """Put the handlers on the dispatcher, or take them off.
+        """Put the handler on the dispatcher, or take it off.
 
-        Off, LlamaIndex does not call them at all (a paused capture costs nothing). What was being tracked
-        is forgotten: retrievals still running when the handlers come off are not recorded.
+        Off, LlamaIndex does not call it at all (a paused capture costs nothing). What was being tracked
+        is forgotten: retrievals still running when the handler comes off are not recorded.
         """
         d = self._dispatcher
-        with self._lock:
+        with _DISPATCHER_LOCK:
             if active and not self._on:
-                d.span_handlers = [*d.span_handlers, self._spans]
-                d.event_handlers = [*d.event_handlers, self._events]
+                handlers = list(d.span_handlers)
+                null = next((i for i, h in enumerate(handlers) if type(h) is NullSpanHandler), None)
+                if null is None:
+                    self._replaced = None
+                    handlers.append(self._spans)
+                else:
+                    self._replaced = handlers[null]
+                    handlers[null] = self._spans
+                d.span_handlers = handlers
             elif not active and self._on:
-                d.event_handlers = [h for h in d.event_handlers if h is not self._events]
-                d.span_handlers = [h for h in d.span_handlers if h is not self._spans]
+                handlers = list(d.span_handlers)
+                ours = next((i for i, h in enumerate(handlers) if h is self._spans), None)
+                if ours is not None and self._replaced is not None:
+                    handlers[ours] = self._replaced
+                elif ours is not None:
+                    del handlers[ours]
+                d.span_handlers = handlers
+                self._replaced = None
                 self._tap.forget()
             self._on = active
 
@@ -357,7 +348,7 @@ def attach(recorder: Recorder) -> _Attachment:
     """Record every LlamaIndex retrieval of this process into ``recorder``; returns the detach function.
 
     The returned object also has ``set_active(bool)``, which :attr:`rankbridge.callbacks.Capture.enabled`
-    uses to take the handlers off the dispatcher while a capture is paused.
+    uses to take the handler off the dispatcher while a capture is paused.
     """
     attachment = _Attachment(_Tap(recorder))
     attachment.set_active(recorder.enabled)
