@@ -181,14 +181,20 @@ class _Tap:
         waiting = self._waiting.pop(id_, None)
         if not waiting:
             return
+        final = result if type(result) is list else getattr(result, "source_nodes", None)
+        if len(waiting) == 1 and type(final) is list and final and _same_objects(final, waiting[0][1]):
+            # the common case: the nodes the retriever returned (a query engine without postprocessors);
+            # they make a new final list only if a reranker changed their scores in place
+            record, _, retrieved_scores = waiting[0]
+            scores = _scores(final)
+            if scores != retrieved_scores:
+                record.set_final(final, scores, self._recorder)
+            return
         final = _result_nodes(result)
         scores = _scores(final) if final is not None else None
         if scores is not None:
             if len(waiting) == 1:  # several retrievals under one result: which list is whose is unknown
-                record, retrieved, retrieved_scores = waiting[0]
-                # rerankers may also change scores in place, in the very list they were given
-                if scores != retrieved_scores or not _same_objects(final, retrieved):
-                    record.set_final(final, scores, self._recorder)
+                waiting[0][0].set_final(final, scores, self._recorder)  # other nodes than it retrieved
             return
         if parent is not None and parent in self._parents:
             self._waiting.setdefault(parent, []).extend(waiting)
