@@ -42,7 +42,6 @@ With llama-index-core installed (not run here)::
 from __future__ import annotations
 
 import contextlib
-import operator
 import threading
 import time
 from types import MappingProxyType
@@ -110,24 +109,26 @@ def _snapshot_text_nodes(nodes: Any, text: bool) -> tuple[Snapshot, list[Any]] |
     scores: list[Any] = []
     add = out.extend
     add_score = scores.append
-    for n in nodes:
-        if type(n) is not NodeWithScore:
-            return None
-        node = n.node
-        if type(node) is not TextNode:
-            return None
-        # BaseNode.node_id returns id_, TextNode.get_content() returns text (see PLAIN_ATTRS)
-        add((node.id_, node.metadata or _NO_METADATA, node.text) if text else (node.id_, node.metadata or _NO_METADATA))
-        add_score(n.score)
+    # (two loops rather than a test per node: this runs inside the app's call, where each instruction is slow)
+    if text:
+        for n in nodes:
+            node = n.node
+            if type(n) is not NodeWithScore or type(node) is not TextNode:
+                return None
+            # BaseNode.node_id returns id_, TextNode.get_content() returns text (see PLAIN_ATTRS)
+            add((node.id_, node.metadata or _NO_METADATA, node.text))
+            add_score(n.score)
+        out.fields = _FIELDS_TEXT
+    else:
+        for n in nodes:
+            node = n.node
+            if type(n) is not NodeWithScore or type(node) is not TextNode:
+                return None
+            add((node.id_, node.metadata or _NO_METADATA))
+            add_score(n.score)
+        out.fields = _FIELDS
     out.cls = TextNode
-    out.fields = _FIELDS_TEXT if text else _FIELDS
     return out, scores
-
-
-def _same_objects(final: list[Any], retrieved: list[Any]) -> bool:
-    """The same ``NodeWithScore`` objects, in order (a query engine with no postprocessor hands its
-    retriever's list on; then no second snapshot is taken)."""
-    return final is retrieved or (len(final) == len(retrieved) and all(map(operator.is_, final, retrieved)))
 
 
 def _result_nodes(result: Any) -> Any:
@@ -182,13 +183,14 @@ class _Tap:
         if not waiting:
             return
         final = result if type(result) is list else getattr(result, "source_nodes", None)
-        if len(waiting) == 1 and type(final) is list and final and _same_objects(final, waiting[0][1]):
-            # the common case: the nodes the retriever returned (a query engine without postprocessors);
-            # they make a new final list only if a reranker changed their scores in place
+        if len(waiting) == 1 and type(final) is list and final and final == waiting[0][1]:
+            # the common case: the nodes the retriever returned (a query engine without postprocessors;
+            # list == compares the very same objects without calling their __eq__); they make a new final
+            # list only if a reranker changed their scores in place
             record, _, retrieved_scores = waiting[0]
-            scores = _scores(final)
-            if scores != retrieved_scores:
-                record.set_final(final, scores, self._recorder)
+            now = [n.score for n in final]
+            if now != retrieved_scores:
+                record.set_final(final, now, self._recorder)
             return
         final = _result_nodes(result)
         scores = _scores(final) if final is not None else None
