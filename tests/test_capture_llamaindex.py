@@ -377,9 +377,9 @@ def test_text_node_fast_path_reads_like_the_generic_path() -> None:
     for options in ({}, {"keep_text": False}, {"id_from": "metadata:doc_id"}):
         rec = Recorder(**options)  # type: ignore[arg-type]
         fast = _snapshot_text_nodes(nodes, rec.snap_text)
-        assert fast is not None
+        assert fast is not None and fast.fields[-1] == "score"  # the scores ride in the snapshot
         a = CaptureRecord(framework="llamaindex", query="q", run_id="a", retriever="R")
-        a.set_snapshot(*fast)
+        a.set_snapshot(fast, None)
         b = CaptureRecord(framework="llamaindex", query="q", run_id="b", retriever="R")
         b.set_items(nodes, _scores(nodes), Recorder(retain="objects", **options))  # type: ignore[arg-type]
         rec.add(a)

@@ -186,7 +186,8 @@ class Snapshot(list):  # type: ignore[type-arg]
     """What a record keeps of a result list in ``retain="light"`` mode: a flat list of plain values.
 
     ``len(fields)`` entries per result, in rank order: the object's own id (``node_id`` / ``id``), its
-    metadata mapping, and, when needed, its text and its ``ref_doc_id``. Every result is of class
+    metadata mapping, and, when needed, its text and its ``ref_doc_id``; a framework's fast path may add the
+    result's ``score`` (then the record keeps no separate score list). Every result is of class
     ``cls``. Ids and texts are strings, which the garbage collector does not track, so a record no
     longer keeps the framework's objects (and their many dicts) alive until the run is read.
     """
@@ -298,9 +299,19 @@ def _unsnap(snap: Snapshot, scores: list[Any] | None) -> list[tuple[_SnapDoc, An
     make = _snap_type(snap.cls.__name__)
     out = []
     for i in range(0, len(snap), stride):
-        doc = make(dict(zip(fields, snap[i : i + stride], strict=True)))
-        out.append((doc, None if scores is None else scores[i // stride]))
+        values = dict(zip(fields, snap[i : i + stride], strict=True))
+        # a snapshot may carry the scores itself (a "score" field) instead of a separate list
+        score = values.get("score") if scores is None else scores[i // stride]
+        out.append((make(values), score))
     return out
+
+
+def snapshot_scores(snap: Snapshot) -> list[Any] | None:
+    """The scores a snapshot carries in its ``"score"`` field, in rank order (``None`` without one)."""
+    if "score" not in snap.fields:
+        return None
+    stride = len(snap.fields)
+    return snap[snap.fields.index("score") :: stride]
 
 
 class CaptureRecord:

@@ -56,7 +56,7 @@ from rankbridge.callbacks._llamaindex_common import MAX_OPEN as _MAX_OPEN
 from rankbridge.callbacks._llamaindex_common import node_scores as _scores
 from rankbridge.callbacks._llamaindex_common import open_retrieval
 from rankbridge.callbacks._llamaindex_common import query_text as _query_text
-from rankbridge.callbacks._recorder import CaptureRecord, Recorder, Snapshot, error_text, guarded
+from rankbridge.callbacks._recorder import CaptureRecord, Recorder, Snapshot, error_text, guarded, snapshot_scores
 
 __all__ = ["RankbridgeSpanHandler", "attach"]
 
@@ -89,26 +89,24 @@ def _failed(tap: Any, where: str, exc: Exception) -> None:
         tap._recorder.internal_error(where, exc)
 
 
-_FIELDS = ("id", "metadata")
+_FIELDS = ("id", "metadata", "score")
 _NO_METADATA: Any = MappingProxyType({})  # read-only: every snapshot shares it
-_FIELDS_TEXT = ("id", "metadata", "text")
+_FIELDS_TEXT = ("id", "metadata", "text", "score")
 
 
-def _snapshot_text_nodes(nodes: Any, text: bool) -> tuple[Snapshot, list[Any]] | None:
-    """The snapshot and scores of a list of ``NodeWithScore`` over plain ``TextNode`` objects, in one pass.
+def _snapshot_text_nodes(nodes: Any, text: bool) -> Snapshot | None:
+    """The snapshot of a list of ``NodeWithScore`` over plain ``TextNode`` objects, scores included, in one pass.
 
     The common case (BM25, vector stores) read without the generic per-class machinery: a record is made
     inside the application's call, where every instruction runs with cold caches. ``None`` for anything
     else (other node classes, subclasses that may override ``get_content``), which takes the generic path.
-    An empty metadata dict is not kept (each node has its own: keeping them would keep one more object per
-    result alive, and bring the garbage collector round sooner inside the app).
+    The scores ride in the snapshot and an empty metadata dict is not kept (each node has its own): every
+    object a record keeps alive brings the garbage collector round sooner inside the app.
     """
     if type(nodes) is not list or not nodes:
         return None
     out = Snapshot()
-    scores: list[Any] = []
     add = out.extend
-    add_score = scores.append
     # (two loops rather than a test per node: this runs inside the app's call, where each instruction is slow)
     if text:
         for n in nodes:
@@ -116,19 +114,17 @@ def _snapshot_text_nodes(nodes: Any, text: bool) -> tuple[Snapshot, list[Any]] |
             if type(n) is not NodeWithScore or type(node) is not TextNode:
                 return None
             # BaseNode.node_id returns id_, TextNode.get_content() returns text (see PLAIN_ATTRS)
-            add((node.id_, node.metadata or _NO_METADATA, node.text))
-            add_score(n.score)
+            add((node.id_, node.metadata or _NO_METADATA, node.text, n.score))
         out.fields = _FIELDS_TEXT
     else:
         for n in nodes:
             node = n.node
             if type(n) is not NodeWithScore or type(node) is not TextNode:
                 return None
-            add((node.id_, node.metadata or _NO_METADATA))
-            add_score(n.score)
+            add((node.id_, node.metadata or _NO_METADATA, n.score))
         out.fields = _FIELDS
     out.cls = TextNode
-    return out, scores
+    return out
 
 
 def _result_nodes(result: Any) -> Any:
@@ -144,8 +140,9 @@ class _Tap:
         self._recorder = recorder
         self._parents: dict[str, str | None] = {}  # open span -> parent span
         self._open: dict[str, CaptureRecord | None] = {}  # open retrieval span
-        # span -> finished records awaiting a final list, each with the list (and scores) it retrieved; the
-        # framework's objects are held only until the enclosing span ends (the app holds them till then too)
+        # span -> finished records awaiting a final list, each with the list it retrieved and its scores (or the
+        # snapshot that carries them); the framework's objects are held only until the enclosing span ends (the
+        # app holds them till then too)
         self._waiting: dict[str, list[tuple[CaptureRecord, list[Any], list[Any] | None]]] = {}
 
     def forget(self) -> None:
@@ -161,11 +158,10 @@ class _Tap:
             return
         record.latency = time.perf_counter() - record._t0
         rec = self._recorder
-        fast = _snapshot_text_nodes(nodes, rec.snap_text) if rec.light and not rec.snap_ref else None
-        scores: list[Any] | None
-        if fast is not None:
-            record._items, scores = fast  # what CaptureRecord.set_snapshot does, one call less
-            record._scores = scores
+        snap = _snapshot_text_nodes(nodes, rec.snap_text) if rec.light and not rec.snap_ref else None
+        scores: list[Any] | Snapshot | None  # (the snapshot stands for its scores until they are needed)
+        if snap is not None:
+            record._items = scores = snap  # what CaptureRecord.set_snapshot(snap, None) does, one call less
         else:
             scores = _scores(nodes)
             record.set_items(nodes if nodes is not None else [], scores, rec)  # copies what the hits need
@@ -188,6 +184,8 @@ class _Tap:
             # list == compares the very same objects without calling their __eq__); they make a new final
             # list only if a reranker changed their scores in place
             record, _, retrieved_scores = waiting[0]
+            if type(retrieved_scores) is Snapshot:
+                retrieved_scores = snapshot_scores(retrieved_scores)
             now = [n.score for n in final]
             if now != retrieved_scores:
                 record.set_final(final, now, self._recorder)
