@@ -568,7 +568,7 @@ def report(results: list[dict[str, Any]], floor: dict[str, float], args: argpars
         "its handler to retriever runs only (the configure hook looks at which code is starting the run), so a "
         "chain's other runs do not carry it; `trace=True` puts it on every run to record each retrieval's "
         "outermost run, the `trace=True` column. LlamaIndex calls every span handler for every span (12 in the "
-        "query engine); `capture()` adds one span handler and no event handler, and puts it in the place of "
+        "query engine); `capture()` uses one span handler and no event handler, and puts it in the place of "
         "LlamaIndex's default `NullSpanHandler` (whose methods do nothing; it is put back on exit), so "
         "LlamaIndex calls as many handlers per span as without capture. A paused capture is not called at "
         "all (LlamaIndex: the handler is off the dispatcher; LangChain: it is not added to new runs).",

@@ -4,7 +4,8 @@ Importing this module imports ``llama_index.core``; :mod:`rankbridge` and :mod:`
 import it only when a capture attaches to LlamaIndex.
 
 One span handler goes on the root dispatcher (``llama_index.core.instrumentation.get_dispatcher()``),
-which every LlamaIndex module's dispatcher propagates to. ``BaseRetriever.retrieve`` / ``aretrieve`` are
+which every LlamaIndex module's dispatcher propagates to, in the place of the dispatcher's do-nothing
+``NullSpanHandler`` while attached (see :class:`_Attachment`). ``BaseRetriever.retrieve`` / ``aretrieve`` are
 spans (the same calls that send ``RetrievalStartEvent`` / ``RetrievalEndEvent``), so one handler sees it all:
 
 * a retrieval span's enter gives the query (its ``str_or_query_bundle`` argument), the retriever's class
