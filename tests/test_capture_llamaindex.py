@@ -388,3 +388,4 @@ def test_text_node_fast_path_reads_like_the_generic_path() -> None:
     # anything but a plain TextNode list takes the generic path
     assert _snapshot_text_nodes([NodeWithScore(node=Document(text="x", id_="d"), score=1.0)], True) is None
     assert _snapshot_text_nodes([], True) is None
+    assert _snapshot_text_nodes([object()], True) is None  # not even a NodeWithScore: no attribute is read
