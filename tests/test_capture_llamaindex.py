@@ -385,6 +385,15 @@ def test_text_node_fast_path_reads_like_the_generic_path() -> None:
         rec.add(a)
         rec.add(b)
         assert a.retrieved == b.retrieved and a.retrieved, options
+    # an empty metadata dict is not kept (one shared read-only mapping instead), and reads the same
+    bare = [NodeWithScore(node=TextNode(text="t", id_="n"), score=0.5)]
+    snap = _snapshot_text_nodes(bare, True)
+    assert snap is not None and snap[1] is not bare[0].node.metadata
+    a = CaptureRecord(framework="llamaindex", query="q", run_id="a", retriever="R")
+    a.set_snapshot(snap, None)
+    b = CaptureRecord(framework="llamaindex", query="q", run_id="b", retriever="R")
+    b.set_items(bare, _scores(bare), Recorder(retain="objects"))
+    assert a.retrieved == b.retrieved and a.retrieved[0].metadata == {}
     # anything but a plain TextNode list takes the generic path
     assert _snapshot_text_nodes([NodeWithScore(node=Document(text="x", id_="d"), score=1.0)], True) is None
     assert _snapshot_text_nodes([], True) is None

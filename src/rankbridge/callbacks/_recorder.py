@@ -49,6 +49,7 @@ from rankbridge.retriever import IdSpec, id_sources, normalize_hits, result_attr
 from rankbridge.types import GoldenSet, Hit, Query
 
 __all__ = [
+    "EMPTY_METADATA",
     "QUERY_ID_KEY",
     "CaptureRecord",
     "QueryMatcher",
@@ -59,6 +60,7 @@ __all__ = [
     "query_id",
     "query_key",
     "snapshot",
+    "snapshot_scores",
 ]
 
 #: The metadata key (LangChain ``config={"metadata": {...}}``, LlamaIndex ``instrument_tags``) and tag
@@ -68,6 +70,9 @@ QUERY_ID_KEY = "rankbridge_query_id"
 _current_query_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("rankbridge_query_id", default=None)
 
 _NO_TAGS: Mapping[str, Any] = MappingProxyType({})
+#: What a snapshot may keep instead of a result's own empty metadata dict (one less object kept alive per
+#: result); read back as a new empty dict, as the result had.
+EMPTY_METADATA: Mapping[str, Any] = MappingProxyType({})
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -207,7 +212,8 @@ class _SnapDoc:
         self.id = values.get("id")
         text = values.get("text")
         self.text = text if isinstance(text, str) else None
-        self.metadata = values.get("metadata")
+        metadata = values.get("metadata")
+        self.metadata = {} if metadata is EMPTY_METADATA else metadata
         self.ref_doc_id = values.get("ref_doc_id")
 
 

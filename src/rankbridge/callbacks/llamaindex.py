@@ -45,7 +45,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from types import MappingProxyType
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -57,7 +56,15 @@ from rankbridge.callbacks._llamaindex_common import MAX_OPEN as _MAX_OPEN
 from rankbridge.callbacks._llamaindex_common import node_scores as _scores
 from rankbridge.callbacks._llamaindex_common import open_retrieval
 from rankbridge.callbacks._llamaindex_common import query_text as _query_text
-from rankbridge.callbacks._recorder import CaptureRecord, Recorder, Snapshot, error_text, guarded, snapshot_scores
+from rankbridge.callbacks._recorder import (
+    EMPTY_METADATA,
+    CaptureRecord,
+    Recorder,
+    Snapshot,
+    error_text,
+    guarded,
+    snapshot_scores,
+)
 
 __all__ = ["RankbridgeSpanHandler", "attach"]
 
@@ -92,7 +99,6 @@ def _failed(tap: Any, where: str, exc: Exception) -> None:
 
 _FIELDS = ("id", "metadata", "score")
 _FIELDS_TEXT = ("id", "metadata", "text", "score")
-_NO_METADATA: Any = MappingProxyType({})  # read-only: every snapshot shares it
 
 
 def _snapshot_text_nodes(nodes: Any, text: bool) -> Snapshot | None:
@@ -117,7 +123,7 @@ def _snapshot_text_nodes(nodes: Any, text: bool) -> Snapshot | None:
             if type(node) is not TextNode:
                 return None
             # BaseNode.node_id returns id_, TextNode.get_content() returns text (see PLAIN_ATTRS)
-            add((node.id_, node.metadata or _NO_METADATA, node.text, n.score))
+            add((node.id_, node.metadata or EMPTY_METADATA, node.text, n.score))
         out.fields = _FIELDS_TEXT
     else:
         for n in nodes:
@@ -126,7 +132,7 @@ def _snapshot_text_nodes(nodes: Any, text: bool) -> Snapshot | None:
             node = n.node
             if type(node) is not TextNode:
                 return None
-            add((node.id_, node.metadata or _NO_METADATA, n.score))
+            add((node.id_, node.metadata or EMPTY_METADATA, n.score))
         out.fields = _FIELDS
     out.cls = TextNode
     return out
