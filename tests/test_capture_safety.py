@@ -12,18 +12,11 @@ from typing import Any
 
 import pytest
 
+from capture_data import CORPUS
 from rankbridge import InputError, MissingExtraError
 from rankbridge.callbacks import CaptureRecord, Recorder, capture
 from rankbridge.callbacks import _recorder as recorder_mod
 
-CORPUS = {
-    "d0": "Scurvy is a disease caused by a lack of vitamin C in the diet.",
-    "d1": "Sailors on long voyages suffered from scurvy before citrus rations.",
-    "d2": "Vitamin C is found in citrus fruits such as oranges and lemons.",
-    "d3": "The cat sat on the mat and watched the dogs in the garden.",
-    "d4": "Dogs bark loudly at night when strangers pass the house.",
-    "d5": "Bread is made from flour, water, yeast and salt.",
-}
 TEXTS = [f"{w} {i}" for i, w in enumerate(["scurvy vitamin", "citrus oranges", "dogs at night", "bread yeast"] * 5)]
 
 
