@@ -114,26 +114,16 @@ def _snapshot_text_nodes(nodes: Any, text: bool) -> Snapshot | None:
         return None
     out = Snapshot()
     add = out.extend
-    # (two loops rather than a test per node: this runs inside the app's call, where each instruction is slow)
-    if text:
-        for n in nodes:
-            if type(n) is not NodeWithScore:
-                return None
-            node = n.node
-            if type(node) is not TextNode:
-                return None
-            # BaseNode.node_id returns id_, TextNode.get_content() returns text (see PLAIN_ATTRS)
-            add((node.id_, node.metadata or EMPTY_METADATA, node.text, n.score))
-        out.fields = _FIELDS_TEXT
-    else:
-        for n in nodes:
-            if type(n) is not NodeWithScore:
-                return None
-            node = n.node
-            if type(node) is not TextNode:
-                return None
-            add((node.id_, node.metadata or EMPTY_METADATA, n.score))
-        out.fields = _FIELDS
+    for n in nodes:
+        if type(n) is not NodeWithScore:
+            return None
+        node = n.node
+        if type(node) is not TextNode:
+            return None
+        # BaseNode.node_id returns id_, TextNode.get_content() returns text (see PLAIN_ATTRS)
+        meta = node.metadata or EMPTY_METADATA
+        add((node.id_, meta, node.text, n.score) if text else (node.id_, meta, n.score))
+    out.fields = _FIELDS_TEXT if text else _FIELDS
     out.cls = TextNode
     return out
 
@@ -172,7 +162,8 @@ class _Tap:
         snap = _snapshot_text_nodes(nodes, rec.snap_text) if rec.light and not rec.snap_ref else None
         scores: list[Any] | Snapshot | None  # (the snapshot stands for its scores until they are needed)
         if snap is not None:
-            record._items = scores = snap  # what CaptureRecord.set_snapshot(snap, None) does, one call less
+            record.set_snapshot(snap, None)
+            scores = snap
         else:
             scores = _scores(nodes)
             record.set_items(nodes if nodes is not None else [], scores, rec)  # copies what the hits need
