@@ -9,8 +9,9 @@ from pathlib import Path
 __all__ = ["add_run_arguments", "add_test_arguments", "split_metric_args", "unique_run_names"]
 
 
-def add_run_arguments(p: argparse.ArgumentParser, default_metrics: Sequence[str]) -> None:
-    """``qrels``, ``run...``, ``-m/--metric`` and ``--baseline``, as ``compare`` and ``report`` read them."""
+def add_run_arguments(p: argparse.ArgumentParser, default_metrics: Sequence[str], *, baseline: bool = True) -> None:
+    """``qrels``, ``run...``, ``-m/--metric`` and (unless ``baseline=False``) ``--baseline``, as ``evaluate``,
+    ``compare`` and ``report`` read them."""
     p.add_argument("qrels", help="relevance judgments file (TREC, BEIR .tsv or .jsonl)")
     p.add_argument("run", nargs="+", help="run files (TREC or .jsonl); named by their run tag, else file name")
     p.add_argument(
@@ -19,7 +20,8 @@ def add_run_arguments(p: argparse.ArgumentParser, default_metrics: Sequence[str]
         action="append",
         help=f"metric, repeatable or comma-separated (default: {','.join(default_metrics)})",
     )
-    p.add_argument("--baseline", help="name of the baseline run (default: the first)")
+    if baseline:
+        p.add_argument("--baseline", help="name of the baseline run (default: the first)")
 
 
 def add_test_arguments(p: argparse.ArgumentParser) -> None:

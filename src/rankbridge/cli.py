@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rankbridge import __version__
-from rankbridge._cli_common import split_metric_args, unique_run_names
+from rankbridge._cli_common import add_run_arguments, split_metric_args, unique_run_names
 from rankbridge.errors import RankbridgeError
 from rankbridge.evaluate import Evaluation, evaluate
 from rankbridge.io import load_qrels, load_run
@@ -190,14 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  rankbridge evaluate qrels.txt bm25.txt dense.txt -m 'precision@5(rel=2)' --format json\n"
         "  rankbridge evaluate qrels.txt run.txt -m map --missing skip --format trec   # like trec_eval",
     )
-    ev.add_argument("qrels", help="relevance judgments file")
-    ev.add_argument("run", nargs="+", help="run file(s)")
-    ev.add_argument(
-        "-m",
-        "--metric",
-        action="append",
-        help=f"metric, repeatable or comma-separated (default: {','.join(DEFAULT_METRICS)})",
-    )
+    add_run_arguments(ev, DEFAULT_METRICS, baseline=False)
     ev.add_argument("--per-query", action="store_true", help="also print per-query values")
     ev.add_argument(
         "--missing",
