@@ -457,7 +457,7 @@ def handler_floor(docs: dict[str, str], *, reps: int, n: int) -> dict[str, float
     nodes = [NodeWithScore(node=TextNode(text=t, id_=d), score=1.0) for d, t in list(docs.items())[:10]]
     li_times = []
     for _ in range(reps):
-        handler = RankbridgeSpanHandler(_Tap(Recorder(max_records=n + 10)))
+        handler = RankbridgeSpanHandler.bound_to(_Tap(Recorder(max_records=n + 10)))
         spans = [
             (
                 f"FloorRetriever.retrieve-{uuid.uuid4()}",

@@ -365,7 +365,7 @@ def test_paused_llamaindex_capture_takes_its_handlers_off_the_dispatcher() -> No
 
     def ours() -> list[str]:
         handlers = [*dispatcher.span_handlers, *dispatcher.event_handlers]
-        return sorted(type(h).__name__ for h in handlers if isinstance(h, RankbridgeSpanHandler))
+        return sorted(h.class_name() for h in handlers if isinstance(h, RankbridgeSpanHandler))
 
     before = (list(dispatcher.span_handlers), list(dispatcher.event_handlers))
     with capture(frameworks=["llamaindex"]) as cap:

@@ -56,7 +56,6 @@ def open_retrieval(
     open_: dict[str, CaptureRecord | None],
     run_id: str,
     parent: str | None,
-    *,
     query: str,
     retriever: str,
     tags: Any,
@@ -64,27 +63,28 @@ def open_retrieval(
     """Open a record for a retrieval that starts under ``parent``, in ``open_`` under ``run_id``.
 
     Walks up ``parents`` for the trace (the outermost open span or event) and for an enclosing retrieval
-    (the record is then nested in it; inside an unrecorded one it is not recorded either). A top-level
-    retrieval is recorded only if ``rec.admit()`` says so (sampling, cap). The query id comes from
-    ``tags`` (``rankbridge_query_id``), else from :func:`~rankbridge.callbacks.query_id`.
+    (the record is then nested in it and shares its trace; inside an unrecorded one it is not recorded
+    either). A top-level retrieval is recorded only if ``rec.admit()`` says so (sampling, cap). The query
+    id comes from ``tags`` (``rankbridge_query_id``), else from :func:`~rankbridge.callbacks.query_id`.
+    Runs inside the application's call: the arguments are positional and the walk stops at the first
+    enclosing retrieval.
     """
     outer: CaptureRecord | None = None
-    nested = False
     trace = run_id
     cur = parent
     for _ in range(MAX_DEPTH):
         if cur is None:
             break
-        trace = cur
-        if not nested and cur in open_:
-            nested = True
+        if cur in open_:
             outer = open_[cur]
             if outer is SKIP:
                 if len(open_) < MAX_OPEN:
                     open_[run_id] = SKIP
                 return
+            break
+        trace = cur
         cur = parents.get(cur)
-    if not nested and not rec.admit():
+    if outer is None and not rec.admit():
         if len(open_) < MAX_OPEN:
             open_[run_id] = SKIP
         return
@@ -92,19 +92,19 @@ def open_retrieval(
     if qid is None:
         qid = current_query_id()
     record = CaptureRecord(
-        framework="llamaindex",
-        query=query,
-        run_id=run_id,
-        retriever=retriever,
-        query_id=None if qid is None else str(qid),
-        parent_id=parent,
-        trace_id=outer._trace_id if outer is not None else trace,
-        started=time.time(),
-        tags=small_tags(tags),
-    )
+        "llamaindex",
+        query,
+        run_id,
+        retriever,
+        None if qid is None else str(qid),
+        parent,
+        trace if outer is None else outer._trace_id,
+        time.time(),
+        small_tags(tags),
+    )  # by position (framework, query, run_id, retriever, query_id, parent_id, trace_id, started, tags)
     if outer is not None:
         outer.add_nested(record)
-    record._is_nested = nested
+        record._is_nested = True
     if len(open_) < MAX_OPEN:
         record._t0 = time.perf_counter()
         open_[run_id] = record

@@ -135,16 +135,16 @@ class _Tap:
         else:
             trace_id = self._trace(parent_run_id) if parent_run_id is not None else run_id
         record = CaptureRecord(
-            framework="langchain",
-            query=query if isinstance(query, str) else str(query),
-            run_id=run_id,
-            retriever=str(name) if name else "Retriever",
-            query_id=None if qid is None else str(qid),
-            parent_id=parent_run_id,
-            trace_id=trace_id,
-            started=time.time(),
-            tags=small_tags(metadata),
-        )
+            "langchain",
+            query if isinstance(query, str) else str(query),
+            run_id,
+            str(name) if name else "Retriever",
+            None if qid is None else str(qid),
+            parent_run_id,
+            trace_id,
+            time.time(),
+            small_tags(metadata),
+        )  # by position (framework, query, run_id, retriever, query_id, parent_id, trace_id, started, tags)
         if nested:
             outer.add_nested(record)
         record._is_nested = nested

@@ -50,7 +50,7 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler, NullSpanHandler
-from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from rankbridge.callbacks._llamaindex_common import MAX_OPEN as _MAX_OPEN
 from rankbridge.callbacks._llamaindex_common import node_scores as _scores
@@ -80,15 +80,6 @@ def _retrieve_prefixes(cls: type) -> tuple[str, ...] | None:
     if len(_RETRIEVE_PREFIXES) < 10_000:
         _RETRIEVE_PREFIXES[cls] = prefixes
     return prefixes
-
-
-def _retrieval_query(bound_args: Any) -> str:
-    """The query text of a ``retrieve``/``aretrieve`` call (its ``str_or_query_bundle`` argument)."""
-    arguments = bound_args.arguments
-    q = arguments.get("str_or_query_bundle")
-    if q is None:  # a subclass that renamed the parameter
-        q = next(iter(arguments.values()), "")
-    return q if type(q) is str else _query_text(q)
 
 
 def _failed(tap: Any, where: str, exc: Exception) -> None:
@@ -145,6 +136,9 @@ class _Tap:
         # snapshot that carries them); the framework's objects are held only until the enclosing span ends (the
         # app holds them till then too)
         self._waiting: dict[str, list[tuple[CaptureRecord, list[Any], list[Any] | None]]] = {}
+        # the recorder's settings, read once (they are fixed when it is made)
+        self._fast_snapshot = recorder.light and not recorder.snap_ref
+        self._snap_text = recorder.snap_text
 
     def forget(self) -> None:
         """Drop every open span and retrieval (the handler was taken off: their ends will not come)."""
@@ -152,29 +146,50 @@ class _Tap:
         self._open.clear()
         self._waiting.clear()
 
-    # -- called by RankbridgeSpanHandler inside its try block (a failure is counted there) -----------
+    # -- called by the span handler inside its try block (a failure is counted there) -----------------
+    # these run inside the application's call, where every instruction is paid several times over (cold
+    # caches): they are kept flat, with few calls
+    def start(self, id_: str, bound_args: Any, instance: Any, parent_id: str | None, tags: Any) -> None:
+        """A span whose id holds ``"retrieve-"``: open a record if it is a retriever's ``retrieve``."""
+        cls = type(instance)
+        prefixes = _RETRIEVE_PREFIXES.get(cls, _UNSEEN)
+        if prefixes is _UNSEEN:
+            prefixes = _retrieve_prefixes(cls)
+        if prefixes is None or not id_.startswith(prefixes) or not self._recorder.enabled:
+            return
+        arguments = bound_args.arguments
+        q = arguments.get("str_or_query_bundle")
+        if q is None:  # a subclass that renamed the parameter
+            q = next(iter(arguments.values()), "")
+        if type(q) is not str:
+            q = q.query_str if type(q) is QueryBundle else _query_text(q)
+        open_retrieval(self._recorder, self._parents, self._open, id_, parent_id, q, cls.__name__, tags)
+
     def end(self, id_: str, parent: str | None, nodes: Any) -> None:
         record = self._open.pop(id_, None)
         if record is None:
             return
         record.latency = time.perf_counter() - record._t0
-        rec = self._recorder
-        snap = _snapshot_text_nodes(nodes, rec.snap_text) if rec.light and not rec.snap_ref else None
+        snap = _snapshot_text_nodes(nodes, self._snap_text) if self._fast_snapshot else None
         scores: list[Any] | Snapshot | None  # (the snapshot stands for its scores until they are needed)
         if snap is not None:
             record.set_snapshot(snap, None)
             scores = snap
         else:
             scores = _scores(nodes)
-            record.set_items(nodes if nodes is not None else [], scores, rec)  # copies what the hits need
+            record.set_items(nodes if nodes is not None else [], scores, self._recorder)  # copies what hits need
         if record._is_nested:
             return
         if record.nested:
             # a wrapper around one retriever (auto-merging, recursive): first stage, then its output
             record.promote_nested()
         if parent is not None and type(nodes) is list and len(self._waiting) < _MAX_OPEN:
-            self._waiting.setdefault(parent, []).append((record, nodes, scores))
-        rec.add(record)
+            waiting = self._waiting.get(parent)
+            if waiting is None:
+                self._waiting[parent] = [(record, nodes, scores)]
+            else:
+                waiting.append((record, nodes, scores))
+        self._recorder.add(record)
 
     def finish_waiting(self, id_: str, parent: str | None, result: Any) -> None:
         waiting = self._waiting.pop(id_, None)
@@ -188,9 +203,8 @@ class _Tap:
             record, _, retrieved_scores = waiting[0]
             if type(retrieved_scores) is Snapshot:
                 retrieved_scores = snapshot_scores(retrieved_scores)
-            now = [n.score for n in final]
-            if now != retrieved_scores:
-                record.set_final(final, now, self._recorder)
+            if [n.score for n in final] != retrieved_scores:
+                record.set_final(final, [n.score for n in final], self._recorder)
             return
         final = _result_nodes(result)
         scores = _scores(final) if final is not None else None
@@ -215,7 +229,11 @@ class _Tap:
 
 
 class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
-    """Records retrieval spans and tracks the parent of every open span (keeps no span objects)."""
+    """Records retrieval spans and tracks the parent of every open span (keeps no span objects).
+
+    :func:`attach` makes one with :meth:`bound_to`: it is then of a subclass made for its tap, whose
+    ``span_enter`` / ``span_exit`` reach the tap's maps through closure cells.
+    """
 
     tap: Any = None
 
@@ -228,53 +246,52 @@ class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
         """Class name."""
         return "RankbridgeSpanHandler"
 
-    # span_enter / span_exit run for every span of the app, inside its call, with cold caches: they are kept
-    # flat (no wrapper, few calls); a failure of ours is counted and swallowed here
-    def span_enter(
-        self,
-        id_: str,
-        bound_args: Any,
-        instance: Any = None,
-        parent_id: str | None = None,
-        tags: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Remember the span's parent; open a record when the span is a retriever's ``retrieve``."""
-        tap = self.tap
-        try:
-            parents = tap._parents
-            if len(parents) < _MAX_OPEN:
-                parents[id_] = parent_id
-            if "retrieve-" not in id_:  # most spans: a cheaper test than the class lookup below
-                return
-            prefixes = _RETRIEVE_PREFIXES.get(type(instance), _UNSEEN)
-            if prefixes is _UNSEEN:
-                prefixes = _retrieve_prefixes(type(instance))
-            if prefixes is not None and id_.startswith(prefixes) and tap._recorder.enabled:
-                open_retrieval(
-                    tap._recorder,
-                    parents,
-                    tap._open,
-                    id_,
-                    parent_id,
-                    query=_retrieval_query(bound_args),
-                    retriever=type(instance).__name__,
-                    tags=tags,
-                )
-        except Exception as exc:
-            _failed(tap, "span_enter", exc)
+    @classmethod
+    def bound_to(cls, tap: _Tap) -> RankbridgeSpanHandler:
+        """A handler that records into ``tap``.
 
-    def span_exit(self, id_: str, bound_args: Any, instance: Any = None, result: Any = None, **kwargs: Any) -> None:
-        """Close the span: finish its retrieval, or hand its result to retrievals waiting for a final list."""
-        tap = self.tap
-        try:
-            parent = tap._parents.pop(id_, None)
-            if id_ in tap._open:
-                tap.end(id_, parent, result)
-            if id_ in tap._waiting:
-                tap.finish_waiting(id_, parent, result)
-        except Exception as exc:
-            _failed(tap, "span_exit", exc)
+        ``span_enter`` / ``span_exit`` run for every span of the app (12 per ``RetrieverQueryEngine``
+        query), inside its call, with cold caches. They are closures over the tap's maps, so that most
+        spans leave after one dict store and a substring test (enter) or one ``pop`` and two membership
+        tests (exit), without attribute lookups on this pydantic model (Python 3.11 does not specialise
+        those: pydantic defines ``__getattr__``). A failure of ours is counted and swallowed.
+        """
+        parents, open_, waiting = tap._parents, tap._open, tap._waiting
+        start, end, finish_waiting = tap.start, tap.end, tap.finish_waiting
+
+        class BoundSpanHandler(cls):  # type: ignore[valid-type,misc]
+            def span_enter(
+                self,
+                id_: str,
+                bound_args: Any,
+                instance: Any = None,
+                parent_id: str | None = None,
+                tags: dict[str, Any] | None = None,
+                **kwargs: Any,
+            ) -> None:
+                """Remember the span's parent; open a record when the span is a retriever's ``retrieve``."""
+                try:
+                    if len(parents) < _MAX_OPEN:
+                        parents[id_] = parent_id
+                    if "retrieve-" in id_:  # most spans: a cheaper test than the class lookup in start()
+                        start(id_, bound_args, instance, parent_id, tags)
+                except Exception as exc:
+                    _failed(tap, "span_enter", exc)
+
+            def span_exit(
+                self, id_: str, bound_args: Any, instance: Any = None, result: Any = None, **kwargs: Any
+            ) -> None:
+                """Close the span: finish its retrieval, or hand its result to retrievals waiting for a final list."""
+                try:
+                    parent = parents.pop(id_, None)
+                    if id_ in open_:
+                        end(id_, parent, result)
+                    if id_ in waiting:
+                        finish_waiting(id_, parent, result)
+                except Exception as exc:
+                    _failed(tap, "span_exit", exc)
+
+        return BoundSpanHandler(tap)
 
     def span_drop(
         self, id_: str, bound_args: Any, instance: Any = None, err: BaseException | None = None, **kwargs: Any
@@ -314,7 +331,7 @@ class _Attachment:
     def __init__(self, tap: _Tap) -> None:
         self._dispatcher = get_dispatcher()
         self._tap = tap
-        self._spans = RankbridgeSpanHandler(tap)
+        self._spans = RankbridgeSpanHandler.bound_to(tap)
         self._replaced: Any = None  # the NullSpanHandler the handler stands in for
         self._on = False
 

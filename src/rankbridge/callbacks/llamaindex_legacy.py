@@ -227,9 +227,9 @@ class RankbridgeLlamaIndexCallback(BaseCallbackHandler):
             self._open,
             event_id,
             parent,
-            query=_query_text(payload.get(_QUERY_STR) if payload else None),
-            retriever=_retriever_name(),
-            tags=_active_tags.get() if _active_tags is not None else None,
+            _query_text(payload.get(_QUERY_STR) if payload else None),
+            _retriever_name(),
+            _active_tags.get() if _active_tags is not None else None,
         )
 
     def _end(self, payload: Mapping[Any, Any] | None, event_id: str, parent: str | None) -> None:
