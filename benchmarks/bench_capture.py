@@ -14,25 +14,26 @@ framework's price for calling a handler there), ``objects`` (``capture(retain="o
 framework's result objects instead of a light snapshot) and, for LangChain, ``trace`` (``capture(trace=True)``:
 the handler rides on every run of the chain, to give each record its ``trace_id``).
 
-Method: the modes are interleaved call by call (``--n`` calls per mode, in one shuffled sequence), so slow
-drifts of the shared machine hit every mode alike. Each capture mode has one capture for the whole run, paused
-(``cap.enabled = False``) except during its own calls; switching it on and off happens outside the timed region
-and touches little (LlamaIndex: the handler goes on and off the dispatcher; LangChain: the hook slot hands the
-handler to new runs or not; a paused LangChain capture still costs the hook a method call per run, in every
-mode alike, because LangChain hooks cannot be unregistered). Each call's CPU time (``time.process_time_ns``) is
-one sample, with the garbage collector's CPU time during it (``gc.callbacks``) taken out: a collection runs in
-whichever call crosses Python's allocation threshold, whatever its mode, and a rare full one costs tens of ms.
-The in-call overhead of a mode is the difference of means with ``off`` of that time, with a 95%
-percentile-bootstrap interval (calls resampled within each mode); the difference of medians is shown as a
-check. The collector's own cost is measured apart, over ``--gc-calls`` calls in a row without capture and with
-it, every record kept as an app keeps them until it reads the capture; the overhead of ``capture()`` is the
-in-call difference plus the collector's extra time per call: the expected CPU cost of a captured retrieval.
-Also reported: how many objects tracked by the collector a record keeps alive. In the interleaved run, every
-100 records a capture's records are checked (one per call, no error) and cleared, so that the heap stays the
-same for every mode. ``read`` is the cost, outside the application's call, of turning one record into hits
-when ``cap.run`` is read (a capture of 200 calls read in one go). ``handler floor`` times the handler methods
-alone on a prebuilt result list (no framework around them, hot caches), the part of the overhead that is
-rankbridge's code.
+Method: the modes are interleaved call by call in ``--n`` blocks; a block is one call per mode, in a shuffled
+order, on the same query, so each mode is compared with ``off`` on the same query a few ms apart: neither the
+queries' own costs (tens of µs apart) nor slow drifts of the shared machine enter the differences. Each
+capture mode has one capture for the whole run, paused (``cap.enabled = False``) except during its own calls;
+switching it on and off happens outside the timed region and touches little (LlamaIndex: the handler goes on
+and off the dispatcher; LangChain: the hook slot hands the handler to new runs or not; a paused LangChain
+capture still costs the hook a method call per run, in every mode alike, because LangChain hooks cannot be
+unregistered). Each call's CPU time (``time.process_time_ns``) is one sample, with the garbage collector's CPU
+time during it (``gc.callbacks``) taken out: a collection runs in whichever call crosses Python's allocation
+threshold, whatever its mode, and a rare full one costs tens of ms. The in-call overhead of a mode is the
+mean, over blocks, of its time minus ``off``'s, with a 95% percentile-bootstrap interval (blocks resampled);
+the difference of medians is shown as a check. The collector's own cost is measured apart, over ``--gc-calls``
+calls in a row without capture and with it, every record kept as an app keeps them until it reads the capture;
+the overhead of ``capture()`` is the in-call difference plus the collector's extra time per call: the expected
+CPU cost of a captured retrieval. Also reported: how many objects tracked by the collector a record keeps
+alive. In the interleaved run, every 100 records a capture's records are checked (one per call, no error) and
+cleared, so that the heap stays the same for every mode. ``read`` is the cost, outside the application's call,
+of turning one record into hits when ``cap.run`` is read (a capture of 200 calls read in one go). ``handler
+floor`` times the handler methods alone on a prebuilt result list (no framework around them, hot caches), the
+part of the overhead that is rankbridge's code.
 
 Usage: ``.venv/bin/python benchmarks/bench_capture.py [--n 3000] [--gc-calls 3000] [--write]`` (about two
 minutes on 2 cores).
@@ -176,12 +177,13 @@ def median_shift(
 
 
 def mean_shift(on: np.ndarray, off: np.ndarray, *, resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """``mean(on) - mean(off)`` and its 95% percentile-bootstrap interval."""
+    """``mean(on - off)`` over blocks (``on[i]``, ``off[i]``: the same query, one block) and its 95%
+    percentile-bootstrap interval (blocks resampled)."""
     rng = np.random.default_rng(seed)
-    a = on[rng.integers(0, len(on), size=(resamples, len(on)))].mean(axis=1)
-    b = off[rng.integers(0, len(off), size=(resamples, len(off)))].mean(axis=1)
-    lo, hi = np.percentile(a - b, [2.5, 97.5])
-    return float(on.mean() - off.mean()), float(lo), float(hi)
+    d = on - off
+    means = d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return float(d.mean()), float(lo), float(hi)
 
 
 _noop_slot: Any = None
@@ -362,8 +364,15 @@ def measure(name: str, fn: Callable[[str], Any], qs: list[str], *, n: int, gc_ca
     times: dict[str, list[int]] = {m: [] for m in modes}
     gcs: dict[str, list[int]] = {m: [] for m in modes}
     counts = dict.fromkeys(captures, 0)
-    seq = [m for m in modes for _ in range(n)]
-    random.Random(n).shuffle(seq)
+    # n blocks, each one call per mode in a shuffled order on the same query: the modes are compared call
+    # for call on the same query a few ms apart, so neither the queries' own costs (they differ by tens of µs)
+    # nor the machine's drifts enter the differences
+    rng = random.Random(n)
+    seq: list[str] = []
+    for _ in range(n):
+        block = list(modes)
+        rng.shuffle(block)
+        seq += block
     clock = time.process_time_ns
     gc.collect()
     gc.callbacks.append(_gc_timer)
@@ -374,7 +383,7 @@ def measure(name: str, fn: Callable[[str], Any], qs: list[str], *, n: int, gc_ca
                 cap.enabled = True
             elif mode == "noop":
                 put_noop()
-            q = qs[i % len(qs)]
+            q = qs[(i // len(modes)) % len(qs)]
             g0 = _gc_ns[0]
             c0 = clock()
             fn(q)
@@ -514,13 +523,14 @@ def report(results: list[dict[str, Any]], floor: dict[str, float], args: argpars
         f"rank-bm25 {_version('rank-bm25')}",
         f"- Machine: {platform.system()} {platform.machine()}, nproc={os.cpu_count()}, {_cpu()}; load average at "
         f"start {load:.2f} (other processes share the machine)",
-        f"- Method: {args.n} calls per mode, every mode interleaved call by call in one shuffled sequence; each "
+        f"- Method: {args.n} blocks of one call per mode, in a shuffled order, on the same query; each "
         "capture mode has one capture for the whole run, enabled only during its own calls (switched outside the "
         "timed region); CPU time per call (`time.process_time_ns`). Garbage collections are accounted apart: "
         "a collection runs in whichever call crosses Python's allocation threshold, whatever its mode, so the "
-        "interleaved calls are compared on their CPU time outside collections (difference of means, [95% "
-        f"bootstrap interval]), and the collector's own time is measured over {args.gc_calls} calls in a row "
-        "per mode, every record kept as an app keeps them until it reads the capture (`gc`: µs per call, and "
+        "interleaved calls are compared on their CPU time outside collections (mean over blocks of the "
+        "difference with `off`, [95% bootstrap interval, blocks resampled]), and the collector's own time is "
+        f"measured over {args.gc_calls} calls in a row per mode, every record kept as an app keeps them until "
+        "it reads the capture (`gc`: µs per call, and "
         "collections of generations 0/1/2). Overhead = the in-call difference plus the collector's extra time "
         "per call, i.e. the expected CPU cost per captured retrieval; the difference of medians is shown as a "
         "check. 200 synthetic passages, BM25, top 10, 50 distinct queries.",
@@ -599,7 +609,7 @@ def write_section(body: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=3000, help="calls per mode and pipeline")
+    parser.add_argument("--n", type=int, default=3000, help="blocks (one call per mode each) per pipeline")
     parser.add_argument("--gc-calls", type=int, default=3000, help="calls in a row per mode for the collector's cost")
     parser.add_argument("--reps", type=int, default=30, help="repetitions of the handler floor")
     parser.add_argument("--only", default="", help="run only the pipelines whose name contains this text")

@@ -513,7 +513,7 @@ def li_open_state() -> int:
     from rankbridge.callbacks.llamaindex import RankbridgeSpanHandler
 
     taps = [h.tap for h in get_dispatcher().span_handlers if isinstance(h, RankbridgeSpanHandler)]
-    return sum(len(t._parents) + len(t._open) + len(t._waiting) for t in taps)
+    return sum(len(t._open) + len(t._waiting) for t in taps)
 
 
 # == LangChain ====================================================================================================

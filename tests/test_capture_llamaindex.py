@@ -263,6 +263,116 @@ def test_nested_retrievers(retriever: BM25Retriever, nodes: list[TextNode]) -> N
     assert pairs(cap2.run, "q2") == direct(fusion, QUERIES["q2"])
 
 
+class TwoStage(BaseRetriever):
+    """A retriever that calls a wrapper (itself around a retriever) and then a retriever of its own."""
+
+    def __init__(self, first: BaseRetriever, second: BaseRetriever) -> None:
+        super().__init__()
+        self._first, self._second = first, second
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._first.retrieve(query_bundle) + self._second.retrieve(query_bundle)
+
+
+def test_retrievals_nested_two_deep_stay_nested_after_an_inner_one_ends(
+    retriever: BM25Retriever, nodes: list[TextNode]
+) -> None:
+    """The innermost open retrieval is a context variable: an inner retrieval that ends hands it back to the
+    one around it, so the second retriever called by ``TwoStage`` is still nested in it."""
+    other = BM25Retriever.from_defaults(nodes=nodes[::-1], similarity_top_k=2)
+    two = TwoStage(Wrapper(retriever), other)
+    with capture(golden=GOLDEN, frameworks=["llamaindex"]) as cap:
+        engine(two).query(QUERIES["q1"])
+        retriever.retrieve(QUERIES["q2"])  # afterwards, in the same context: a top-level retrieval
+    top, after = cap.records
+    assert [n.retriever for n in top.nested] == ["Wrapper", "BM25Retriever"]
+    assert [n.retriever for n in top.nested[0].nested] == ["BM25Retriever"]
+    assert all(n.trace_id == top.trace_id for n in (*top.nested, top.nested[0].nested[0]))
+    assert after.retriever == "BM25Retriever" and after.nested == () and after.trace_id == after.run_id
+    assert pairs(cap.run, "q1") == direct(two, QUERIES["q1"])
+    assert pairs(cap.run, "q2") == direct(retriever, QUERIES["q2"])
+
+
+def test_nested_retrievals_in_asyncio_tasks(retriever: BM25Retriever, nodes: list[TextNode]) -> None:
+    """A fusion retriever that runs its retrievers as asyncio tasks: the context variable follows them."""
+    other = BM25Retriever.from_defaults(nodes=nodes[::-1], similarity_top_k=2)
+    fusion = QueryFusionRetriever([retriever, other], llm=MockLLM(), num_queries=1, use_async=True)
+
+    async def ask() -> None:
+        await asyncio.gather(*(engine(fusion).aquery(QUERIES[q]) for q in ("q1", "q2")))
+
+    with capture(golden=GOLDEN, frameworks=["llamaindex"]) as cap:
+        asyncio.run(ask())
+    assert sorted(r.query for r in cap.records) == sorted([QUERIES["q1"], QUERIES["q2"]])
+    for rec in cap.records:
+        assert rec.retriever == "QueryFusionRetriever" and len(rec.nested) == 2
+        assert all(n.trace_id == rec.trace_id and n.query == rec.query for n in rec.nested)
+        assert rec.trace_id is not None and rec.trace_id.startswith("RetrieverQueryEngine.aquery-")
+    for q in ("q1", "q2"):
+        assert pairs(cap.run, q) == direct(fusion, QUERIES[q])
+
+
+def test_final_list_from_the_outermost_span_when_the_parent_returns_no_nodes(retriever: BM25Retriever) -> None:
+    """A tool-like span between the app and the retriever returns text; the app's own span (outermost)
+    returns a response whose source nodes were reranked: that is the final list."""
+    from llama_index.core.base.response.schema import Response
+
+    dispatcher = get_dispatcher("tests.capture")
+    found: list[NodeWithScore] = []
+
+    @dispatcher.span  # type: ignore[misc]
+    def tool(text: str) -> str:
+        found[:] = retriever.retrieve(text)
+        return f"found {len(found)} passages"
+
+    @dispatcher.span  # type: ignore[misc]
+    def answer(text: str) -> Response:
+        summary = tool(text)
+        reranked = [NodeWithScore(node=n.node, score=float(i)) for i, n in enumerate(found[::-1], 1)]
+        return Response(summary, source_nodes=reranked)
+
+    @dispatcher.span  # type: ignore[misc]
+    def answer_twice(text: str) -> Response:
+        tool(text)
+        return answer(text)
+
+    with capture(golden=GOLDEN, frameworks=["llamaindex"]) as cap:
+        responses = {qid: answer(QUERIES[qid]) for qid in ("q1", "q2")}
+    for rec, qid in zip(cap.records, responses, strict=True):
+        assert rec.parent_id is not None and rec.parent_id.startswith(f"{tool.__qualname__}-")
+        assert rec.trace_id is not None and rec.trace_id.startswith(f"{answer.__qualname__}-")
+        assert [(h.doc_id, h.score) for h in rec.retrieved] == direct(retriever, QUERIES[qid])
+        assert rec.final is not None
+        assert [(h.doc_id, h.score) for h in rec.final] == [
+            (n.node.node_id, n.score) for n in responses[qid].source_nodes
+        ]
+
+    with capture(golden=GOLDEN, frameworks=["llamaindex"]) as cap2:
+        answer_twice(QUERIES["q3"])
+    # two retrievals wait on the outermost span: which list is whose is unknown, so neither gets it
+    assert [r.final for r in cap2.records] == [None, None]
+    assert len({r.trace_id for r in cap2.records}) == 1
+
+
+def test_capture_started_inside_an_open_span_falls_back_to_the_parent_for_the_trace(
+    retriever: BM25Retriever,
+) -> None:
+    """The outermost span opened before the handler was on: the trace is the retrieval's parent."""
+    dispatcher = get_dispatcher("tests.capture")
+    caps: list[Any] = []
+
+    @dispatcher.span  # type: ignore[misc]
+    def request(text: str) -> None:
+        with capture(golden=GOLDEN, frameworks=["llamaindex"]) as cap:
+            caps.append(cap)
+            retriever.retrieve(text)
+
+    request(QUERIES["q3"])
+    (rec,) = caps[0].records
+    assert rec.parent_id is not None and rec.trace_id == rec.parent_id
+    assert pairs(caps[0].run, "q3") == direct(retriever, QUERIES["q3"])
+
+
 def test_threads_capture_every_query(retriever: BM25Retriever) -> None:
     qe = engine(retriever)
     texts = {f"t{i}": f"{QUERIES[q]} {i}" for i, q in enumerate(list(QUERIES) * 10)}

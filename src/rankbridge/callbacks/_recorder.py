@@ -60,7 +60,6 @@ __all__ = [
     "query_id",
     "query_key",
     "snapshot",
-    "snapshot_scores",
 ]
 
 #: The metadata key (LangChain ``config={"metadata": {...}}``, LlamaIndex ``instrument_tags``) and tag
@@ -312,14 +311,6 @@ def _unsnap(snap: Snapshot, scores: list[Any] | None) -> list[tuple[_SnapDoc, An
     return out
 
 
-def snapshot_scores(snap: Snapshot) -> list[Any] | None:
-    """The scores a snapshot carries in its ``"score"`` field, in rank order (``None`` without one)."""
-    if "score" not in snap.fields:
-        return None
-    stride = len(snap.fields)
-    return snap[snap.fields.index("score") :: stride]
-
-
 class CaptureRecord:
     """One captured retrieval, as the framework reported it.
 
@@ -362,6 +353,7 @@ class CaptureRecord:
         "_final_scores",
         "_is_nested",
         "_items",
+        "_outer",
         "_parent_id",
         "_resolve",
         "_run_id",
@@ -414,6 +406,7 @@ class CaptureRecord:
         self._cache: dict[str, Any] | None = None
         self._t0 = 0.0
         self._is_nested = False
+        self._outer: Any = None  # the LlamaIndex span handler: id of the open retrieval this one is nested in
 
     @property
     def run_id(self) -> str:

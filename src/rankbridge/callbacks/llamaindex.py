@@ -11,15 +11,18 @@ spans (the same calls that send ``RetrievalStartEvent`` / ``RetrievalEndEvent``)
 * a retrieval span's enter gives the query (its ``str_or_query_bundle`` argument), the retriever's class
   (the span's instance), the parent span and the instrument tags; its exit gives the nodes (their scores
   are copied then, since rerankers may change them in place), its drop the error;
-* every span's parent is kept while it is open, which gives a retrieval its trace id (the outermost open
-  span), tells a retriever nested in another one (fusion, recursive, auto-merging) from a top-level one,
-  and picks up the *final* list: the first enclosing span that returns nodes or a response with
-  ``source_nodes`` (a query engine's ``retrieve``/``_query``, a chat engine's ``chat``) gives the list after
-  node postprocessors and rerankers.
+* two context variables, which follow a request across asyncio tasks as LlamaIndex's own
+  ``active_span_id`` does, give a retrieval its trace id (the outermost span, noted when a span without a
+  parent opens) and tell a retriever nested in another one (fusion, recursive, auto-merging) from a
+  top-level one (the innermost open retrieval);
+* the *final* list: the retrieval's parent span, when it returns nodes or a response with ``source_nodes``
+  (a query engine's ``retrieve``/``_query``, a chat engine's ``chat``), gives the list after node
+  postprocessors and rerankers; when it returns something else (a tool's output), the outermost span's
+  result is tried instead.
 
 Why no event handler: LlamaIndex sends about as many events as spans (12 each in a ``RetrieverQueryEngine``
 query), and a second handler would be called for every one of them only to ignore all but two; the span
-handler is called anyway (it must see every span for the parent chain), so it does the whole job.
+handler is called anyway (it must see every span that may hold a final list), so it does the whole job.
 
 LlamaIndex swallows handler exceptions, and every handler body here is wrapped anyway.
 
@@ -45,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from contextvars import ContextVar
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -53,24 +57,30 @@ from llama_index.core.instrumentation.span_handlers import BaseSpanHandler, Null
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from rankbridge.callbacks._llamaindex_common import MAX_OPEN as _MAX_OPEN
+from rankbridge.callbacks._llamaindex_common import SKIP
 from rankbridge.callbacks._llamaindex_common import node_scores as _scores
-from rankbridge.callbacks._llamaindex_common import open_retrieval
 from rankbridge.callbacks._llamaindex_common import query_text as _query_text
 from rankbridge.callbacks._recorder import (
     EMPTY_METADATA,
+    QUERY_ID_KEY,
     CaptureRecord,
     Recorder,
     Snapshot,
+    _current_query_id,
     error_text,
     guarded,
-    snapshot_scores,
+    small_tags,
 )
 
 __all__ = ["RankbridgeSpanHandler", "attach"]
 
 #: class of a span's instance -> the id prefixes of its retrieve/aretrieve spans, ``None`` for a class that is
-#: not a retriever (LlamaIndex opens ~12 spans per query; this is looked up for each)
+#: not a retriever
 _RETRIEVE_PREFIXES: dict[type, tuple[str, ...] | None] = {}
+#: classes of span instances that are not retrievers (``NoneType``: a decorated function): the span handler
+#: tests each span's instance against it, ~12 times per query (a set lookup by type costs far less than a
+#: substring test on the span id: ~50 against ~850 instructions, counted by callgrind)
+_NOT_RETRIEVERS: set[type] = {type(None)}
 _UNSEEN: Any = object()
 
 
@@ -79,6 +89,8 @@ def _retrieve_prefixes(cls: type) -> tuple[str, ...] | None:
     prefixes = (f"{cls.__name__}.retrieve-", f"{cls.__name__}.aretrieve-") if issubclass(cls, BaseRetriever) else None
     if len(_RETRIEVE_PREFIXES) < 10_000:
         _RETRIEVE_PREFIXES[cls] = prefixes
+        if prefixes is None:
+            _NOT_RETRIEVERS.add(cls)
     return prefixes
 
 
@@ -108,13 +120,17 @@ def _snapshot_text_nodes(nodes: Any, text: bool) -> Snapshot | None:
     for n in nodes:
         if type(n) is not NodeWithScore:
             return None
-        node = n.node
+        # the fields are read from the instance dicts: pydantic models define __getattr__, which makes every
+        # attribute read go through CPython's slower hooked path; one dict per object costs one such read
+        d = n.__dict__
+        node = d["node"]
         if type(node) is not TextNode:
             return None
+        nd = node.__dict__
         # BaseNode.node_id returns id_, TextNode.get_content() returns text (see PLAIN_ATTRS)
-        meta = node.metadata or EMPTY_METADATA
-        add((node.id_, meta, node.text, n.score) if text else (node.id_, meta, n.score))
-    out.fields = _FIELDS_TEXT if text else _FIELDS
+        meta = nd["metadata"] or EMPTY_METADATA
+        add((nd["id_"], meta, nd["text"], d["score"]) if text else (nd["id_"], meta, d["score"]))
+    out.fields = _FIELDS_TEXT if text else _FIELDS  # "score" last: finish_waiting reads it by position
     out.cls = TextNode
     return out
 
@@ -126,31 +142,51 @@ def _result_nodes(result: Any) -> Any:
 
 
 class _Tap:
-    """The bookkeeping behind the handler (plain Python; no pydantic on the hot path)."""
+    """The bookkeeping behind the handler (plain Python; no pydantic on the hot path).
+
+    No map of every open span is kept: LlamaIndex opens ~12 spans per ``RetrieverQueryEngine`` query and
+    hands each one's parent to ``span_enter`` only, so such a map costs a store and a pop per span, inside
+    the app's call. Two context variables say what a walk up that map would: the outermost span of the
+    request (the trace) and the innermost open retrieval. They follow the request across asyncio tasks
+    and copied contexts exactly as LlamaIndex's own ``active_span_id`` does, from which the parent ids come.
+    """
 
     def __init__(self, recorder: Recorder) -> None:
         self._recorder = recorder
-        self._parents: dict[str, str | None] = {}  # open span -> parent span
-        self._open: dict[str, CaptureRecord | None] = {}  # open retrieval span
+        self._open: dict[str, CaptureRecord | None] = {}  # open retrieval span -> its record (SKIP: not recorded)
         # span -> finished records awaiting a final list, each with the list it retrieved and its scores (or the
         # snapshot that carries them); the framework's objects are held only until the enclosing span ends (the
-        # app holds them till then too)
-        self._waiting: dict[str, list[tuple[CaptureRecord, list[Any], list[Any] | None]]] = {}
+        # app holds them till then too). Every open outermost span is in it too (with an empty tuple), which
+        # tells the variable below that still names it from one left behind.
+        self._waiting: dict[str, Any] = {}
+        self._new_variables()
         # the recorder's settings, read once (they are fixed when it is made)
         self._fast_snapshot = recorder.light and not recorder.snap_ref
         self._snap_text = recorder.snap_text
 
+    def _new_variables(self) -> None:
+        # fresh ones each time the handler comes off: a value set while it was on, in a context that lives on,
+        # must not be read after it comes back
+        self._trace: ContextVar[str | None] = ContextVar("rankbridge_llamaindex_trace", default=None)
+        self._retrieval: ContextVar[str | None] = ContextVar("rankbridge_llamaindex_retrieval", default=None)
+
     def forget(self) -> None:
-        """Drop every open span and retrieval (the handler was taken off: their ends will not come)."""
-        self._parents.clear()
+        """Drop every open retrieval and waiting record (the handler was taken off: their ends will not come)."""
         self._open.clear()
         self._waiting.clear()
+        self._new_variables()
 
     # -- called by the span handler inside its try block (a failure is counted there) -----------------
     # these run inside the application's call, where every instruction is paid several times over (cold
     # caches): they are kept flat, with few calls
     def start(self, id_: str, bound_args: Any, instance: Any, parent_id: str | None, tags: Any) -> None:
-        """A span whose id holds ``"retrieve-"``: open a record if it is a retriever's ``retrieve``."""
+        """A span on an instance not known to be other than a retriever: open a record if it is a ``retrieve``.
+
+        A retrieval inside an open one (fusion, recursive, auto-merging retrievers) is nested in the
+        innermost one and shares its trace; inside an unrecorded one it is not recorded either. A top-level
+        one is recorded only if ``Recorder.admit()`` says so (sampling, cap). The query id comes from
+        ``tags`` (``rankbridge_query_id``), else from :func:`~rankbridge.callbacks.query_id`.
+        """
         cls = type(instance)
         prefixes = _RETRIEVE_PREFIXES.get(cls, _UNSEEN)
         if prefixes is _UNSEEN:
@@ -163,17 +199,64 @@ class _Tap:
             q = next(iter(arguments.values()), "")
         if type(q) is not str:
             q = q.query_str if type(q) is QueryBundle else _query_text(q)
-        open_retrieval(self._recorder, self._parents, self._open, id_, parent_id, q, cls.__name__, tags)
+        open_ = self._open
+        if len(open_) >= _MAX_OPEN:
+            return
+        outer_id = self._retrieval.get()
+        # the variable may name a retrieval that has ended (its end came in another context)
+        outer = open_.get(outer_id, _UNSEEN) if outer_id is not None else _UNSEEN
+        if outer is SKIP:  # inside an unrecorded retrieval (the variable keeps naming that one)
+            open_[id_] = SKIP
+            return
+        if outer is _UNSEEN:
+            rec = self._recorder  # (Recorder.admit() is called only when sampling or the cap may say no)
+            if (rec.sample_rate < 1.0 or len(rec._records) >= rec.max_records) and not rec.admit():
+                open_[id_] = SKIP
+                self._retrieval.set(id_)
+                return
+            trace = self._trace.get()
+            if trace is None or trace not in self._waiting:  # the outermost span opened before we were on
+                trace = parent_id if parent_id is not None else id_
+            outer_id = None
+        else:
+            trace = outer._trace_id
+        qid = tags.get(QUERY_ID_KEY) if tags else None
+        if qid is None:
+            qid = _current_query_id.get()  # (current_query_id(), without the call)
+        record = CaptureRecord(
+            "llamaindex",
+            q,
+            id_,
+            cls.__name__,
+            None if qid is None else str(qid),
+            parent_id,
+            trace,
+            time.time(),
+            small_tags(tags) if tags else None,
+        )  # by position (framework, query, run_id, retriever, query_id, parent_id, trace_id, started, tags)
+        if outer is not _UNSEEN:
+            outer.add_nested(record)
+            record._is_nested = True
+        record._outer = outer_id
+        record._t0 = time.perf_counter()
+        open_[id_] = record
+        self._retrieval.set(id_)
 
-    def end(self, id_: str, parent: str | None, nodes: Any) -> None:
+    def end(self, id_: str, nodes: Any) -> None:
         record = self._open.pop(id_, None)
-        if record is None:
+        if record is None:  # not recorded (the variable may keep its id, as below)
             return
         record.latency = time.perf_counter() - record._t0
+        retrieval = self._retrieval
+        if record._outer is not None and retrieval.get() is id_:
+            # a nested one hands the variable back to the one around it; a top-level one leaves its own id
+            # there, which reads as "none open" once it is out of _open (span ids are never reused), and
+            # saves a ContextVar.set (it copies the context's map) in the common case
+            retrieval.set(record._outer)
         snap = _snapshot_text_nodes(nodes, self._snap_text) if self._fast_snapshot else None
         scores: list[Any] | Snapshot | None  # (the snapshot stands for its scores until they are needed)
         if snap is not None:
-            record.set_snapshot(snap, None)
+            record._items = snap  # (CaptureRecord.set_snapshot(snap, None) on a fresh record)
             scores = snap
         else:
             scores = _scores(nodes)
@@ -183,15 +266,21 @@ class _Tap:
         if record.nested:
             # a wrapper around one retriever (auto-merging, recursive): first stage, then its output
             record.promote_nested()
+        parent = record._parent_id
         if parent is not None and type(nodes) is list and len(self._waiting) < _MAX_OPEN:
             waiting = self._waiting.get(parent)
-            if waiting is None:
-                self._waiting[parent] = [(record, nodes, scores)]
-            else:
+            if waiting:
                 waiting.append((record, nodes, scores))
+            else:  # (an open outermost span waits with an empty tuple)
+                self._waiting[parent] = [(record, nodes, scores)]
         self._recorder.add(record)
 
-    def finish_waiting(self, id_: str, parent: str | None, result: Any) -> None:
+    def finish_waiting(self, id_: str, result: Any) -> None:
+        """The span ``id_`` ends: its result is the final list of the retrievals waiting on it.
+
+        A result without nodes (a tool's output, an agent step) sends them on to wait for the outermost span
+        (a chat engine's or agent's response with ``source_nodes``); the levels between are not looked at.
+        """
         waiting = self._waiting.pop(id_, None)
         if not waiting:
             return
@@ -202,9 +291,18 @@ class _Tap:
             # list only if a reranker changed their scores in place
             record, _, retrieved_scores = waiting[0]
             if type(retrieved_scores) is Snapshot:
-                retrieved_scores = snapshot_scores(retrieved_scores)
-            if [n.score for n in final] != retrieved_scores:
-                record.set_final(final, [n.score for n in final], self._recorder)
+                # plain NodeWithScore objects (see _snapshot_text_nodes), score last in each entry
+                stride = len(retrieved_scores.fields)
+                i = stride - 1
+                for n in final:
+                    if n.__dict__["score"] != retrieved_scores[i]:
+                        break
+                    i += stride
+                else:
+                    return
+            elif [n.score for n in final] == retrieved_scores:
+                return
+            record.set_final(final, [n.score for n in final], self._recorder)
             return
         final = _result_nodes(result)
         scores = _scores(final) if final is not None else None
@@ -212,16 +310,23 @@ class _Tap:
             if len(waiting) == 1:  # several retrievals under one result: which list is whose is unknown
                 waiting[0][0].set_final(final, scores, self._recorder)  # other nodes than it retrieved
             return
-        if parent is not None and parent in self._parents:
-            self._waiting.setdefault(parent, []).extend(waiting)
+        for entry in waiting:
+            trace = entry[0]._trace_id
+            if trace is not id_ and trace in self._waiting:  # the outermost span is still open
+                to = self._waiting[trace]
+                if to:
+                    to.append(entry)
+                else:
+                    self._waiting[trace] = [entry]
 
     @guarded
     def span_drop(self, id_: str, err: BaseException | None) -> None:
-        self._parents.pop(id_, None)
         self._waiting.pop(id_, None)
         record = self._open.pop(id_, None)
         if record is None:
             return
+        if record._outer is not None and self._retrieval.get() is id_:
+            self._retrieval.set(record._outer)
         record.latency = time.perf_counter() - record._t0
         record.error = error_text(err) if err is not None else "retrieval span dropped"
         if not record._is_nested:
@@ -252,12 +357,13 @@ class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
 
         ``span_enter`` / ``span_exit`` run for every span of the app (12 per ``RetrieverQueryEngine``
         query), inside its call, with cold caches. They are closures over the tap's maps, so that most
-        spans leave after one dict store and a substring test (enter) or one ``pop`` and two membership
-        tests (exit), without attribute lookups on this pydantic model (Python 3.11 does not specialise
-        those: pydantic defines ``__getattr__``). A failure of ours is counted and swallowed.
+        spans leave after a ``None`` test and a set lookup by class (enter) or two membership tests (exit),
+        without attribute lookups on this pydantic model (Python 3.11 does not specialise those: pydantic
+        defines ``__getattr__``). A failure of ours is counted and swallowed.
         """
-        parents, open_, waiting = tap._parents, tap._open, tap._waiting
+        open_, waiting = tap._open, tap._waiting
         start, end, finish_waiting = tap.start, tap.end, tap.finish_waiting
+        not_retrievers = _NOT_RETRIEVERS
 
         class BoundSpanHandler(cls):  # type: ignore[valid-type,misc]
             def span_enter(
@@ -269,11 +375,13 @@ class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
                 tags: dict[str, Any] | None = None,
                 **kwargs: Any,
             ) -> None:
-                """Remember the span's parent; open a record when the span is a retriever's ``retrieve``."""
+                """Note an outermost span; open a record when the span is a retriever's ``retrieve``."""
                 try:
-                    if len(parents) < _MAX_OPEN:
-                        parents[id_] = parent_id
-                    if "retrieve-" in id_:  # most spans: a cheaper test than the class lookup in start()
+                    if parent_id is None:  # an outermost span: the trace of every retrieval under it
+                        tap._trace.set(id_)
+                        if len(waiting) < _MAX_OPEN:
+                            waiting[id_] = ()
+                    if type(instance) not in not_retrievers:  # most spans leave here
                         start(id_, bound_args, instance, parent_id, tags)
                 except Exception as exc:
                     _failed(tap, "span_enter", exc)
@@ -283,11 +391,10 @@ class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
             ) -> None:
                 """Close the span: finish its retrieval, or hand its result to retrievals waiting for a final list."""
                 try:
-                    parent = parents.pop(id_, None)
                     if id_ in open_:
-                        end(id_, parent, result)
+                        end(id_, result)
                     if id_ in waiting:
-                        finish_waiting(id_, parent, result)
+                        finish_waiting(id_, result)
                 except Exception as exc:
                     _failed(tap, "span_exit", exc)
 
