@@ -156,9 +156,8 @@ class _Tap:
         self._open: dict[str, CaptureRecord | None] = {}  # open retrieval span -> its record (SKIP: not recorded)
         # span -> finished records awaiting a final list, each with the list it retrieved and its scores (or the
         # snapshot that carries them); the framework's objects are held only until the enclosing span ends (the
-        # app holds them till then too). Every open outermost span is in it too (with an empty tuple), which
-        # tells the variable below that still names it from one left behind.
-        self._waiting: dict[str, Any] = {}
+        # app holds them till then too). Empty most of the time: a span's end then costs no lookup.
+        self._waiting: dict[str, list[tuple[CaptureRecord, list[Any], Any]]] = {}
         self._new_variables()
         # the recorder's settings, read once (they are fixed when it is made)
         self._fast_snapshot = recorder.light and not recorder.snap_ref
@@ -214,8 +213,9 @@ class _Tap:
                 open_[id_] = SKIP
                 self._retrieval.set(id_)
                 return
+            # (None when the outermost span opened before the handler was on: its parent is the best known)
             trace = self._trace.get()
-            if trace is None or trace not in self._waiting:  # the outermost span opened before we were on
+            if trace is None:
                 trace = parent_id if parent_id is not None else id_
             outer_id = None
         else:
@@ -269,10 +269,10 @@ class _Tap:
         parent = record._parent_id
         if parent is not None and type(nodes) is list and len(self._waiting) < _MAX_OPEN:
             waiting = self._waiting.get(parent)
-            if waiting:
-                waiting.append((record, nodes, scores))
-            else:  # (an open outermost span waits with an empty tuple)
+            if waiting is None:
                 self._waiting[parent] = [(record, nodes, scores)]
+            else:
+                waiting.append((record, nodes, scores))
         self._recorder.add(record)
 
     def finish_waiting(self, id_: str, result: Any) -> None:
@@ -310,14 +310,13 @@ class _Tap:
             if len(waiting) == 1:  # several retrievals under one result: which list is whose is unknown
                 waiting[0][0].set_final(final, scores, self._recorder)  # other nodes than it retrieved
             return
+        # (the outermost span ends after this one, its descendant, in the same context; should it have ended
+        # already, as when a task outlives its request, the records wait until the capture ends, within the
+        # bound on waiting spans)
         for entry in waiting:
             trace = entry[0]._trace_id
-            if trace is not id_ and trace in self._waiting:  # the outermost span is still open
-                to = self._waiting[trace]
-                if to:
-                    to.append(entry)
-                else:
-                    self._waiting[trace] = [entry]
+            if trace is not id_ and len(self._waiting) < _MAX_OPEN:
+                self._waiting.setdefault(trace, []).append(entry)
 
     @guarded
     def span_drop(self, id_: str, err: BaseException | None) -> None:
@@ -357,13 +356,12 @@ class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
 
         ``span_enter`` / ``span_exit`` run for every span of the app (12 per ``RetrieverQueryEngine``
         query), inside its call, with cold caches. They are closures over the tap's maps, so that most
-        spans leave after a ``None`` test and a set lookup by class (enter) or two membership tests (exit),
+        spans leave after a ``None`` test and a set lookup by class (enter) or two empty-dict tests (exit),
         without attribute lookups on this pydantic model (Python 3.11 does not specialise those: pydantic
         defines ``__getattr__``). A failure of ours is counted and swallowed.
         """
+        # (few closure cells: each one is copied into every call's frame and released when it returns)
         open_, waiting = tap._open, tap._waiting
-        start, end, finish_waiting = tap.start, tap.end, tap.finish_waiting
-        not_retrievers = _NOT_RETRIEVERS
 
         class BoundSpanHandler(cls):  # type: ignore[valid-type,misc]
             def span_enter(
@@ -379,10 +377,8 @@ class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
                 try:
                     if parent_id is None:  # an outermost span: the trace of every retrieval under it
                         tap._trace.set(id_)
-                        if len(waiting) < _MAX_OPEN:
-                            waiting[id_] = ()
-                    if type(instance) not in not_retrievers:  # most spans leave here
-                        start(id_, bound_args, instance, parent_id, tags)
+                    if type(instance) not in _NOT_RETRIEVERS:  # most spans leave here
+                        tap.start(id_, bound_args, instance, parent_id, tags)
                 except Exception as exc:
                     _failed(tap, "span_enter", exc)
 
@@ -391,10 +387,11 @@ class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
             ) -> None:
                 """Close the span: finish its retrieval, or hand its result to retrievals waiting for a final list."""
                 try:
-                    if id_ in open_:
-                        end(id_, result)
-                    if id_ in waiting:
-                        finish_waiting(id_, result)
+                    # (most spans leave on the empty-dict tests, without hashing their id)
+                    if open_ and id_ in open_:
+                        tap.end(id_, result)
+                    if waiting and id_ in waiting:
+                        tap.finish_waiting(id_, result)
                 except Exception as exc:
                     _failed(tap, "span_exit", exc)
 
