@@ -373,6 +373,25 @@ def test_capture_started_inside_an_open_span_falls_back_to_the_parent_for_the_tr
     assert pairs(caps[0].run, "q3") == direct(retriever, QUERIES["q3"])
 
 
+def test_pausing_and_resuming_leaves_the_context_as_it_was(retriever: BM25Retriever) -> None:
+    """The handler's two context variables are the process's, not one pair per attachment: switching a
+    capture on and off around each query leaves no values behind in the app's context."""
+    import contextvars
+
+    qe = engine(retriever)
+    with capture(golden=GOLDEN, frameworks=["llamaindex"]) as cap:
+        qe.query(QUERIES["q1"])
+        size = len(contextvars.copy_context())
+        for _ in range(50):
+            cap.enabled = False
+            qe.query(QUERIES["q2"])
+            cap.enabled = True
+            qe.query(QUERIES["q3"])
+        assert len(contextvars.copy_context()) == size
+    assert [r.query for r in cap.records] == [QUERIES["q1"]] + [QUERIES["q3"]] * 50
+    assert all(r.trace_id is not None and r.trace_id.startswith("RetrieverQueryEngine.query-") for r in cap.records)
+
+
 def test_threads_capture_every_query(retriever: BM25Retriever) -> None:
     qe = engine(retriever)
     texts = {f"t{i}": f"{QUERIES[q]} {i}" for i, q in enumerate(list(QUERIES) * 10)}

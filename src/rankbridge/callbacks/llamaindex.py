@@ -46,6 +46,7 @@ With llama-index-core installed (not run here)::
 from __future__ import annotations
 
 import contextlib
+import operator
 import threading
 import time
 from contextvars import ContextVar
@@ -83,6 +84,19 @@ _RETRIEVE_PREFIXES: dict[type, tuple[str, ...] | None] = {}
 _NOT_RETRIEVERS: set[type] = {type(None)}
 _UNSEEN: Any = object()
 
+#: The outermost span of the request (set when a span without a parent opens, with the attachment epoch
+#: below) and the innermost open retrieval span. They follow a request across asyncio tasks and copied
+#: contexts exactly as LlamaIndex's own ``active_span_id`` does, from which the parent ids come. One pair for
+#: the process: every attached handler sees the same spans and would set the same values; each reads the
+#: retrieval through its own map of open ones (a retrieval one capture samples out, another may record).
+#: Values are never reset (a ContextVar.set copies the context's map): a retrieval id left behind reads as
+#: "none open" once it is out of that map, and an outermost span from an earlier epoch as unknown.
+_TRACE: ContextVar[tuple[int, str] | None] = ContextVar("rankbridge_llamaindex_trace", default=None)
+_RETRIEVAL: ContextVar[str | None] = ContextVar("rankbridge_llamaindex_retrieval", default=None)
+#: Bumped whenever a handler goes on or off the dispatcher: an outermost span noted before then may have
+#: ended while no handler saw it (its successor in the same context opened unseen)
+_EPOCH = [0]
+
 
 def _retrieve_prefixes(cls: type) -> tuple[str, ...] | None:
     """Span ids of a retriever's ``retrieve``/``aretrieve`` are ``"<class name>.<method>-<uuid4>"``."""
@@ -99,6 +113,11 @@ def _failed(tap: Any, where: str, exc: Exception) -> None:
     with contextlib.suppress(Exception):
         tap._recorder.internal_error(where, exc)
 
+
+#: C getters for reading many nodes under map(). Inside the app's call each bytecode is an indirect branch
+#: the CPU mispredicts (cold predictors): a per-node Python loop costs more there than hot timings show
+_node_dict = operator.attrgetter("__dict__")
+_score_of = operator.itemgetter("score")
 
 _FIELDS = ("id", "metadata", "score")
 _FIELDS_TEXT = ("id", "metadata", "text", "score")
@@ -158,22 +177,14 @@ class _Tap:
         # snapshot that carries them); the framework's objects are held only until the enclosing span ends (the
         # app holds them till then too). Empty most of the time: a span's end then costs no lookup.
         self._waiting: dict[str, list[tuple[CaptureRecord, list[Any], Any]]] = {}
-        self._new_variables()
         # the recorder's settings, read once (they are fixed when it is made)
         self._fast_snapshot = recorder.light and not recorder.snap_ref
         self._snap_text = recorder.snap_text
-
-    def _new_variables(self) -> None:
-        # fresh ones each time the handler comes off: a value set while it was on, in a context that lives on,
-        # must not be read after it comes back
-        self._trace: ContextVar[str | None] = ContextVar("rankbridge_llamaindex_trace", default=None)
-        self._retrieval: ContextVar[str | None] = ContextVar("rankbridge_llamaindex_retrieval", default=None)
 
     def forget(self) -> None:
         """Drop every open retrieval and waiting record (the handler was taken off: their ends will not come)."""
         self._open.clear()
         self._waiting.clear()
-        self._new_variables()
 
     # -- called by the span handler inside its try block (a failure is counted there) -----------------
     # these run inside the application's call, where every instruction is paid several times over (cold
@@ -201,7 +212,7 @@ class _Tap:
         open_ = self._open
         if len(open_) >= _MAX_OPEN:
             return
-        outer_id = self._retrieval.get()
+        outer_id = _RETRIEVAL.get()
         # the variable may name a retrieval that has ended (its end came in another context)
         outer = open_.get(outer_id, _UNSEEN) if outer_id is not None else _UNSEEN
         if outer is SKIP:  # inside an unrecorded retrieval (the variable keeps naming that one)
@@ -211,11 +222,13 @@ class _Tap:
             rec = self._recorder  # (Recorder.admit() is called only when sampling or the cap may say no)
             if (rec.sample_rate < 1.0 or len(rec._records) >= rec.max_records) and not rec.admit():
                 open_[id_] = SKIP
-                self._retrieval.set(id_)
+                _RETRIEVAL.set(id_)
                 return
-            # (None when the outermost span opened before the handler was on: its parent is the best known)
-            trace = self._trace.get()
-            if trace is None:
+            # (unknown when the outermost span opened before the handler was on: its parent is the best known)
+            noted = _TRACE.get()
+            if noted is not None and noted[0] == _EPOCH[0]:
+                trace = noted[1]
+            else:
                 trace = parent_id if parent_id is not None else id_
             outer_id = None
         else:
@@ -240,19 +253,18 @@ class _Tap:
         record._outer = outer_id
         record._t0 = time.perf_counter()
         open_[id_] = record
-        self._retrieval.set(id_)
+        _RETRIEVAL.set(id_)
 
     def end(self, id_: str, nodes: Any) -> None:
         record = self._open.pop(id_, None)
         if record is None:  # not recorded (the variable may keep its id, as below)
             return
         record.latency = time.perf_counter() - record._t0
-        retrieval = self._retrieval
-        if record._outer is not None and retrieval.get() is id_:
+        if record._outer is not None and _RETRIEVAL.get() is id_:
             # a nested one hands the variable back to the one around it; a top-level one leaves its own id
             # there, which reads as "none open" once it is out of _open (span ids are never reused), and
             # saves a ContextVar.set (it copies the context's map) in the common case
-            retrieval.set(record._outer)
+            _RETRIEVAL.set(record._outer)
         snap = _snapshot_text_nodes(nodes, self._snap_text) if self._fast_snapshot else None
         scores: list[Any] | Snapshot | None  # (the snapshot stands for its scores until they are needed)
         if snap is not None:
@@ -291,14 +303,10 @@ class _Tap:
             # list only if a reranker changed their scores in place
             record, _, retrieved_scores = waiting[0]
             if type(retrieved_scores) is Snapshot:
-                # plain NodeWithScore objects (see _snapshot_text_nodes), score last in each entry
+                # plain NodeWithScore objects (see _snapshot_text_nodes), score last in each entry; read by C
+                # getters under map(): no bytecode runs per node (see _node_dict)
                 stride = len(retrieved_scores.fields)
-                i = stride - 1
-                for n in final:
-                    if n.__dict__["score"] != retrieved_scores[i]:
-                        break
-                    i += stride
-                else:
+                if list(map(_score_of, map(_node_dict, final))) == retrieved_scores[stride - 1 :: stride]:
                     return
             elif [n.score for n in final] == retrieved_scores:
                 return
@@ -324,8 +332,8 @@ class _Tap:
         record = self._open.pop(id_, None)
         if record is None:
             return
-        if record._outer is not None and self._retrieval.get() is id_:
-            self._retrieval.set(record._outer)
+        if record._outer is not None and _RETRIEVAL.get() is id_:
+            _RETRIEVAL.set(record._outer)
         record.latency = time.perf_counter() - record._t0
         record.error = error_text(err) if err is not None else "retrieval span dropped"
         if not record._is_nested:
@@ -376,7 +384,7 @@ class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
                 """Note an outermost span; open a record when the span is a retriever's ``retrieve``."""
                 try:
                     if parent_id is None:  # an outermost span: the trace of every retrieval under it
-                        tap._trace.set(id_)
+                        _TRACE.set((_EPOCH[0], id_))
                     if type(instance) not in _NOT_RETRIEVERS:  # most spans leave here
                         tap.start(id_, bound_args, instance, parent_id, tags)
                 except Exception as exc:
@@ -447,6 +455,8 @@ class _Attachment:
         """
         d = self._dispatcher
         with _DISPATCHER_LOCK:
+            if active != self._on:
+                _EPOCH[0] += 1
             if active and not self._on:
                 handlers = list(d.span_handlers)
                 null = next((i for i, h in enumerate(handlers) if type(h) is NullSpanHandler), None)
