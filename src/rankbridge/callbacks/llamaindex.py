@@ -165,9 +165,8 @@ class _Tap:
 
     No map of every open span is kept: LlamaIndex opens ~12 spans per ``RetrieverQueryEngine`` query and
     hands each one's parent to ``span_enter`` only, so such a map costs a store and a pop per span, inside
-    the app's call. Two context variables say what a walk up that map would: the outermost span of the
-    request (the trace) and the innermost open retrieval. They follow the request across asyncio tasks
-    and copied contexts exactly as LlamaIndex's own ``active_span_id`` does, from which the parent ids come.
+    the app's call. The two context variables ``_TRACE`` and ``_RETRIEVAL`` say what a walk up that map
+    would: the outermost span of the request and the innermost open retrieval.
     """
 
     def __init__(self, recorder: Recorder) -> None:
