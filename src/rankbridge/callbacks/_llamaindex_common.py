@@ -1,10 +1,11 @@
-"""What the two LlamaIndex capture handlers share: the span/event tree walk, opening a record, node scores.
+"""What the two LlamaIndex capture handlers share: node scores, query text, bounds, and the event tree walk.
 
 :mod:`rankbridge.callbacks.llamaindex` (instrumentation spans) and
-:mod:`rankbridge.callbacks.llamaindex_legacy` (``CallbackManager`` events) both keep the parent of every
-open span or event and the open retrievals; this module holds the bookkeeping on those maps, so the two
-cannot drift apart. It imports only ``llama_index.core.schema``, which every LlamaIndex release has (the
-legacy handler exists for releases without the instrumentation module).
+:mod:`rankbridge.callbacks.llamaindex_legacy` (``CallbackManager`` events) read nodes and queries alike.
+:func:`open_retrieval` walks the legacy handler's map of open events; the span handler keeps no such map
+(context variables give it the same answers, see ``llamaindex._Tap.start``). It imports only
+``llama_index.core.schema``, which every LlamaIndex release has (the legacy handler exists for releases
+without the instrumentation module).
 """
 
 from __future__ import annotations

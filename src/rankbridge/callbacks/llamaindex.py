@@ -340,7 +340,7 @@ class _Tap:
 
 
 class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
-    """Records retrieval spans and tracks the parent of every open span (keeps no span objects).
+    """Records retrieval spans, and the results of the spans around them (keeps no span objects).
 
     :func:`attach` makes one with :meth:`bound_to`: it is then of a subclass made for its tap, whose
     ``span_enter`` / ``span_exit`` reach the tap's maps through closure cells.
