@@ -37,7 +37,8 @@ part of the overhead that is rankbridge's code.
 
 Usage: ``.venv/bin/python benchmarks/bench_capture.py [--n 3000] [--gc-calls 3000] [--write]`` (about two
 minutes on 2 cores).
-``--write`` replaces the capture section of docs/benchmarks.md.
+``--write`` replaces the capture section of docs/benchmarks.md. ``--neighbour`` runs a memory-bound process
+on another core meanwhile (a busier machine); its figures are quoted in docs/capture.md, not recorded.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ import platform
 import random
 import re
 import statistics
+import subprocess
 import sys
 import time
 import uuid
@@ -522,7 +524,8 @@ def report(results: list[dict[str, Any]], floor: dict[str, float], args: argpars
         f"{_version('langchain-core')}, langchain-community {_version('langchain-community')}, "
         f"rank-bm25 {_version('rank-bm25')}",
         f"- Machine: {platform.system()} {platform.machine()}, nproc={os.cpu_count()}, {_cpu()}; load average at "
-        f"start {load:.2f} (other processes share the machine)",
+        f"start {load:.2f} (other processes share the machine)"
+        + ("; with a memory-bound neighbour process (`--neighbour`)" if args.neighbour else ""),
         f"- Method: {args.n} blocks of one call per mode, in a shuffled order, on the same query; each "
         "capture mode has one capture for the whole run, enabled only during its own calls (switched outside the "
         "timed region); CPU time per call (`time.process_time_ns`). Garbage collections are accounted apart: "
@@ -614,9 +617,36 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=30, help="repetitions of the handler floor")
     parser.add_argument("--only", default="", help="run only the pipelines whose name contains this text")
     parser.add_argument("--write", action="store_true", help="replace the capture section of docs/benchmarks.md")
+    parser.add_argument(
+        "--neighbour",
+        action="store_true",
+        help="run a memory-bound process on another core meanwhile (a busier machine: shared caches, memory bus)",
+    )
     args = parser.parse_args()
-    if args.write and args.only:
-        parser.error("--write records every pipeline: drop --only")
+    if args.write and (args.only or args.neighbour):
+        parser.error("--write records every pipeline on the machine as it is: drop --only and --neighbour")
+    neighbour = start_neighbour() if args.neighbour else None
+    try:
+        run(args)
+    finally:
+        if neighbour is not None:
+            neighbour.kill()
+            neighbour.wait()
+
+
+#: streams over a 256 MB array (far beyond any cache) until killed
+NEIGHBOUR = "import numpy as np\na = np.ones(32 * 1024 * 1024)\nwhile True:\n    a *= 1.0000001\n"
+
+
+def start_neighbour() -> subprocess.Popen[bytes]:
+    """A memory-bound process beside the benchmark, as a busy shared machine has."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", NEIGHBOUR], env=env)
+    time.sleep(1.0)  # let it allocate and start streaming
+    return proc
+
+
+def run(args: argparse.Namespace) -> None:
     for var in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2"):
         os.environ.pop(var, None)
     warnings.simplefilter("ignore")
