@@ -212,7 +212,7 @@ class _Tap:
         if len(open_) >= _MAX_OPEN:
             return
         outer_id = _RETRIEVAL.get()
-        # the variable may name a retrieval that has ended (its end came in another context)
+        # the variable may name a retrieval that has ended (a top-level one leaves its id; see end())
         outer = open_.get(outer_id, _UNSEEN) if outer_id is not None else _UNSEEN
         if outer is SKIP:  # inside an unrecorded retrieval (the variable keeps naming that one)
             open_[id_] = SKIP
