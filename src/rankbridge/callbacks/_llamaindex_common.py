@@ -1,4 +1,4 @@
-"""What the two LlamaIndex capture handlers share: node scores, query text, bounds, and the event tree walk.
+"""What the two LlamaIndex capture handlers share: opening a record, node scores, query text, the event tree walk.
 
 :mod:`rankbridge.callbacks.llamaindex` (instrumentation spans) and
 :mod:`rankbridge.callbacks.llamaindex_legacy` (``CallbackManager`` events) read nodes and queries alike.
@@ -51,6 +51,35 @@ def query_text(q: Any) -> str:
     return text if isinstance(text, str) else str(q)
 
 
+def new_record(
+    query: str, run_id: str, retriever: str, parent: str | None, trace: str, tags: Any, outer: CaptureRecord | None
+) -> CaptureRecord:
+    """A started record, nested in ``outer`` when given (both handlers open records through it).
+
+    The query id comes from ``tags`` (``rankbridge_query_id``), else from
+    :func:`~rankbridge.callbacks.query_id`. Runs inside the application's call: arguments by position.
+    """
+    qid = tags.get(QUERY_ID_KEY) if tags else None
+    if qid is None:
+        qid = current_query_id()
+    record = CaptureRecord(
+        "llamaindex",
+        query,
+        run_id,
+        retriever,
+        None if qid is None else str(qid),
+        parent,
+        trace,
+        time.time(),
+        small_tags(tags),
+    )  # by position (framework, query, run_id, retriever, query_id, parent_id, trace_id, started, tags)
+    if outer is not None:
+        outer.add_nested(record)
+        record._is_nested = True
+    record._t0 = time.perf_counter()
+    return record
+
+
 def open_retrieval(
     rec: Any,
     parents: dict[str, str | None],
@@ -89,23 +118,6 @@ def open_retrieval(
         if len(open_) < MAX_OPEN:
             open_[run_id] = SKIP
         return
-    qid = tags.get(QUERY_ID_KEY) if tags else None
-    if qid is None:
-        qid = current_query_id()
-    record = CaptureRecord(
-        "llamaindex",
-        query,
-        run_id,
-        retriever,
-        None if qid is None else str(qid),
-        parent,
-        trace if outer is None else outer._trace_id,
-        time.time(),
-        small_tags(tags),
-    )  # by position (framework, query, run_id, retriever, query_id, parent_id, trace_id, started, tags)
-    if outer is not None:
-        outer.add_nested(record)
-        record._is_nested = True
+    record = new_record(query, run_id, retriever, parent, trace if outer is None else outer._trace_id, tags, outer)
     if len(open_) < MAX_OPEN:
-        record._t0 = time.perf_counter()
         open_[run_id] = record

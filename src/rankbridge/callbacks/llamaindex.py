@@ -58,19 +58,16 @@ from llama_index.core.instrumentation.span_handlers import BaseSpanHandler, Null
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from rankbridge.callbacks._llamaindex_common import MAX_OPEN as _MAX_OPEN
-from rankbridge.callbacks._llamaindex_common import SKIP
+from rankbridge.callbacks._llamaindex_common import SKIP, new_record
 from rankbridge.callbacks._llamaindex_common import node_scores as _scores
 from rankbridge.callbacks._llamaindex_common import query_text as _query_text
 from rankbridge.callbacks._recorder import (
     EMPTY_METADATA,
-    QUERY_ID_KEY,
     CaptureRecord,
     Recorder,
     Snapshot,
-    _current_query_id,
     error_text,
     guarded,
-    small_tags,
 )
 
 __all__ = ["RankbridgeSpanHandler", "attach"]
@@ -218,8 +215,7 @@ class _Tap:
             open_[id_] = SKIP
             return
         if outer is _UNSEEN:
-            rec = self._recorder  # (Recorder.admit() is called only when sampling or the cap may say no)
-            if (rec.sample_rate < 1.0 or len(rec._records) >= rec.max_records) and not rec.admit():
+            if not self._recorder.admit():
                 open_[id_] = SKIP
                 _RETRIEVAL.set(id_)
                 return
@@ -229,28 +225,11 @@ class _Tap:
                 trace = noted[1]
             else:
                 trace = parent_id if parent_id is not None else id_
-            outer_id = None
+            outer_id, outer = None, None
         else:
             trace = outer._trace_id
-        qid = tags.get(QUERY_ID_KEY) if tags else None
-        if qid is None:
-            qid = _current_query_id.get()  # (current_query_id(), without the call)
-        record = CaptureRecord(
-            "llamaindex",
-            q,
-            id_,
-            cls.__name__,
-            None if qid is None else str(qid),
-            parent_id,
-            trace,
-            time.time(),
-            small_tags(tags) if tags else None,
-        )  # by position (framework, query, run_id, retriever, query_id, parent_id, trace_id, started, tags)
-        if outer is not _UNSEEN:
-            outer.add_nested(record)
-            record._is_nested = True
+        record = new_record(q, id_, cls.__name__, parent_id, trace, tags, outer)
         record._outer = outer_id
-        record._t0 = time.perf_counter()
         open_[id_] = record
         _RETRIEVAL.set(id_)
 
@@ -267,7 +246,7 @@ class _Tap:
         snap = _snapshot_text_nodes(nodes, self._snap_text) if self._fast_snapshot else None
         scores: list[Any] | Snapshot | None  # (the snapshot stands for its scores until they are needed)
         if snap is not None:
-            record._items = snap  # (CaptureRecord.set_snapshot(snap, None) on a fresh record)
+            record.set_snapshot(snap, None)
             scores = snap
         else:
             scores = _scores(nodes)
