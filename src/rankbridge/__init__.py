@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rankbridge.compare import Comparison, compare, failures, slices
 from rankbridge.errors import (
+    IdMismatchError,
     InputError,
     MetricError,
     MissingExtraError,
@@ -78,6 +79,7 @@ __all__ = [
     "Evaluation",
     "GateResult",
     "GoldenSet",
+    "IdMismatchError",
     "Hit",
     "InputError",
     "Judge",

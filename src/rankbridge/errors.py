@@ -5,7 +5,8 @@ The hierarchy::
     RankbridgeError                 base of everything rankbridge raises on purpose
     ├── InputError (ValueError)     input that rankbridge cannot use
     │   ├── ParseError              a malformed file; carries ``source`` and ``line``
-    │   └── MetricError             an unknown metric name or a bad parameter (k, rel)
+    │   ├── MetricError             an unknown metric name or a bad parameter (k, rel)
+    │   └── IdMismatchError         a run's doc ids are not the ids the golden set judges
     ├── MissingExtraError (ImportError)   an optional framework is not installed
     └── RetrievalError              a retriever failed (raised by adapters and the runner)
 
@@ -15,6 +16,7 @@ Every message says what was expected, what was found, and where.
 from __future__ import annotations
 
 __all__ = [
+    "IdMismatchError",
     "InputError",
     "MetricError",
     "MissingExtraError",
@@ -57,6 +59,27 @@ class ParseError(InputError):
 
 class MetricError(InputError):
     """An unknown metric name, or a metric parameter out of range."""
+
+
+class IdMismatchError(InputError):
+    """Most retrieved doc ids are neither judged nor in the corpus, so any score would be meaningless.
+
+    Attributes
+    ----------
+    suggestion:
+        The ``id_from=`` value whose ids do match (``None`` when no source of the results matches).
+    report:
+        The :class:`~rankbridge.idmatch.IdReport` behind the decision (shares per id source, examples).
+    run:
+        The run that was produced before the check failed (``None`` when the check ran before the run),
+        so that a long run is not lost.
+    """
+
+    def __init__(self, message: str, *, suggestion: str | None = None, report: object = None, run: object = None):
+        self.suggestion = suggestion
+        self.report = report
+        self.run = run
+        super().__init__(message)
 
 
 class MissingExtraError(RankbridgeError, ImportError):

@@ -175,6 +175,13 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         ``{qid: count}`` of repeated doc ids that were dropped (first occurrence kept).
     config:
         Free-form settings that produced the run (retriever, k, model...), saved with history.
+    stages:
+        ``{stage name: Run}``: other lists recorded in the same pass, e.g. ``"retrieved"`` -- what the
+        retriever returned before a query engine's node postprocessors or a reranker produced this run's
+        (final) lists. Read one with :meth:`to_stage`.
+    answers:
+        ``{qid: answer text}`` when the run came from an application that answers (a query or chat
+        engine, a chain, an agent run by :func:`~rankbridge.run_retriever`): the RAGAS bridge uses them.
 
     Examples
     --------
@@ -199,7 +206,31 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         self.errors: dict[str, str] = {}
         self.latency: dict[str, float] = {}
         self.duplicates: dict[str, int] = {}
+        self.stages: dict[str, Run] = {}
+        self.answers: dict[str, str] = {}
         self._cache: dict[Any, Any] = {}
+
+    def to_stage(self, stage: str) -> Run:
+        """The run of one recorded stage: ``"final"`` is this run, other names are in :attr:`stages`.
+
+        Examples
+        --------
+        >>> run = Run.from_ranked({"q1": ["d2", "d1"]}, name="engine")
+        >>> run.stages["retrieved"] = Run.from_ranked({"q1": ["d1", "d2", "d3"]}, name="engine:retrieved")
+        >>> run.to_stage("retrieved").ranking("q1"), run.to_stage("final") is run
+        (['d1', 'd2', 'd3'], True)
+        >>> run.to_stage("reranked")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        rankbridge.errors.InputError: run 'engine' has no stage 'reranked'; it has: 'final', 'retrieved'
+        """
+        if stage == "final":
+            return self
+        found = self.stages.get(stage)
+        if found is None:
+            have = ", ".join(repr(s) for s in ["final", *self.stages])
+            raise InputError(f"run {self.name!r} has no stage {stage!r}; it has: {have}")
+        return found
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod

@@ -4,13 +4,31 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from rankbridge.errors import RankbridgeError, RetrievalError
 from rankbridge.retriever import IdSpec, _normalize_spec, normalize_hits
 from rankbridge.types import Hit
 
-__all__ = ["AdapterBase"]
+__all__ = ["DEFAULT_K", "AdapterBase", "Staged"]
+
+#: The k used when neither the caller nor the wrapped object says how many results to return.
+DEFAULT_K = 10
+
+
+@dataclass(frozen=True)
+class Staged:
+    """What :meth:`AdapterBase._fetch` returns when one call produced more than one list.
+
+    ``final`` is the list the application hands on (after a query engine's node postprocessors, a
+    reranker, a compression step): it is what the run scores. ``stages`` maps a stage name (e.g.
+    ``"retrieved"``: the retriever's own list before postprocessing) to its raw list; each is kept in
+    :attr:`rankbridge.Run.stages` under that name.
+    """
+
+    final: Any
+    stages: Mapping[str, Any] = field(default_factory=dict)
 
 
 class AdapterBase:
@@ -24,6 +42,9 @@ class AdapterBase:
 
     framework = "callable"
     native_async = False
+    #: The number of results the wrapped object returns as the app configured it (``similarity_top_k``,
+    #: ``k``, ``search_kwargs["k"]``), or ``None`` when it has no such setting. Used when ``k=None``.
+    configured_k: int | None = None
 
     def __init__(
         self,
@@ -39,17 +60,21 @@ class AdapterBase:
         self.name = name or "retriever"
 
     # -- subclasses ---------------------------------------------------------------------------
-    def _fetch(self, query: str, k: int) -> Any:
+    def _fetch(self, query: str, k: int | None) -> Any:
+        """The raw results for ``query``: a list, or a :class:`Staged` when there are several lists.
+
+        ``k=None`` means "as the application configured it": call the object unchanged.
+        """
         raise NotImplementedError
 
-    async def _afetch(self, query: str, k: int) -> Any:
+    async def _afetch(self, query: str, k: int | None) -> Any:
         return await asyncio.to_thread(self._fetch, query, k)
 
     # -- the two halves the runner drives separately --------------------------------------------
     def _failed(self, exc: Exception) -> RetrievalError:
         return RetrievalError(f"{self.framework} retriever {self.name!r} raised {type(exc).__name__}: {exc}")
 
-    def _call(self, query: str, k: int) -> Any:
+    def _call(self, query: str, k: int | None) -> Any:
         try:
             return self._fetch(query, k)
         except RankbridgeError:
@@ -57,7 +82,7 @@ class AdapterBase:
         except Exception as exc:
             raise self._failed(exc) from exc
 
-    async def _acall(self, query: str, k: int) -> Any:
+    async def _acall(self, query: str, k: int | None) -> Any:
         try:
             return await self._afetch(query, k)
         except RankbridgeError:
@@ -65,16 +90,31 @@ class AdapterBase:
         except Exception as exc:
             raise self._failed(exc) from exc
 
-    def _normalize(self, raw: Any, k: int) -> tuple[list[Hit], list[str]]:
-        return normalize_hits(raw, k=k, id_from=self.id_from, doc_map=self.doc_map, keep_text=self.keep_text)
+    def _normalize(self, raw: Any, k: int | None) -> tuple[list[Hit], list[str]]:
+        hits, notes, _ = self._normalize_staged(raw, k)
+        return hits, notes
+
+    def _normalize_staged(self, raw: Any, k: int | None) -> tuple[list[Hit], list[str], dict[str, list[Hit]]]:
+        """Hits of the final list (at most ``k``), notes, and the hits of every other stage (uncut)."""
+        stages: dict[str, list[Hit]] = {}
+        if isinstance(raw, Staged):
+            for name, items in raw.stages.items():
+                stages[name] = self._hits(items, None)[0]
+            raw = raw.final
+        hits, notes = self._hits(raw, k)
+        return hits, notes, stages
+
+    def _hits(self, items: Any, k: int | None) -> tuple[list[Hit], list[str]]:
+        limit = k if k is not None else 1 << 62
+        return normalize_hits(items, k=limit, id_from=self.id_from, doc_map=self.doc_map, keep_text=self.keep_text)
 
     # -- the Retriever protocol -------------------------------------------------------------------
-    def retrieve_with_notes(self, query: str, k: int) -> tuple[list[Hit], list[str]]:
+    def retrieve_with_notes(self, query: str, k: int | None) -> tuple[list[Hit], list[str]]:
         """The top ``k`` hits for ``query`` and notes on what was changed or guessed."""
         _check_k(k)
         return self._normalize(self._call(query, k), k)
 
-    async def aretrieve_with_notes(self, query: str, k: int) -> tuple[list[Hit], list[str]]:
+    async def aretrieve_with_notes(self, query: str, k: int | None) -> tuple[list[Hit], list[str]]:
         """Async :meth:`retrieve_with_notes`."""
         _check_k(k)
         return self._normalize(await self._acall(query, k), k)
@@ -95,8 +135,10 @@ def _label(source: Any) -> str:
     return source if isinstance(source, str) else getattr(source, "__name__", repr(source))
 
 
-def _check_k(k: int) -> None:
+def _check_k(k: int | None) -> None:
+    if k is None:
+        return
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         from rankbridge.errors import InputError
 
-        raise InputError(f"k must be an int >= 1. Got {k!r} instead.")
+        raise InputError(f"k must be an int >= 1, or None (the retriever's own setting). Got {k!r} instead.")
