@@ -1,0 +1,355 @@
+"""Do a run's doc ids name the documents the golden set judges? Detect, explain and resolve id mismatches.
+
+Apps built the usual way do not hand back the ids a golden set judges: ``SentenceSplitter`` and
+``VectorStoreIndex.from_documents`` give chunks UUID node ids (the corpus id is the node's
+``ref_doc_id``), and ``InMemoryVectorStore.add_documents`` without ids gives documents UUIDs (the corpus
+id is in their metadata, if the app put it there). Scored as they are, such runs get 0.000 everywhere --
+a silently wrong number. This module tells a real score from that:
+
+* the **known ids** are the golden set's corpus ids and every doc id its qrels judge;
+* a result list **matches** when at least :data:`CORPUS_SHARE` of its ids are known (with a corpus), or
+  :data:`QRELS_SHARE` (qrels only: sparse qrels judge few of the docs a good retriever returns, so only a
+  share near 0 is suspicious). A few unmatched ids (pooling, a corpus larger than the golden set) are fine;
+* when the ids in use do not match, every other **id source** a result offers -- the object's own id,
+  ``ref_doc_id``, each ``metadata:KEY`` with a string or integer value -- is tried on the same results.
+  One that matches (and is not tied with another that gives different ids) is the resolution;
+  otherwise the mismatch is reported with what the results carry.
+
+:func:`check_results` judges raw framework results (the runner's probe, live capture);
+:func:`check_run` judges a finished :class:`~rankbridge.Run` from its hits' ids and metadata.
+
+Examples
+--------
+>>> from rankbridge import GoldenSet, Hit, Qrels, Query, Run
+>>> golden = GoldenSet([Query("q1", "scurvy")], Qrels({"q1": {"doc-1": 1}}),
+...                    corpus={"doc-1": {"text": "..."}, "doc-2": {"text": "..."}})
+>>> chunks = [Hit("5f0c-uuid", 0.9, metadata={"doc_id": "doc-2"}), Hit("77ab-uuid", 0.8, metadata={"doc_id": "doc-1"})]
+>>> report = check_run(Run.from_ranked({"q1": chunks}), golden)
+>>> report.status, report.chosen, report.shares["id"], report.shares["metadata:doc_id"]
+('resolved', 'metadata:doc_id', 0.0, 1.0)
+>>> print(report.message())  # doctest: +NORMALIZE_WHITESPACE
+0 of 2 (0%) retrieved ids are in the golden set (corpus or qrels), e.g. '5f0c-uuid', '77ab-uuid'; the
+golden set's ids look like 'doc-1'. Under id_from='metadata:doc_id' 2 of 2 (100%) are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rankbridge.types import GoldenSet, Hit, Qrels, Run
+
+__all__ = [
+    "CORPUS_SHARE",
+    "QRELS_SHARE",
+    "IdReport",
+    "candidate_ids",
+    "check_results",
+    "check_run",
+    "known_ids",
+    "remap_ids",
+]
+
+#: With a corpus, a result list matches when at least this share of its ids are corpus or judged ids.
+CORPUS_SHARE = 0.5
+#: With qrels only, a result list matches unless fewer than this share of its ids are judged anywhere.
+QRELS_SHARE = 0.05
+#: Results looked at by :func:`check_run` (the first ones in run order): enough to tell, cheap on big runs.
+SAMPLE_HITS = 5000
+#: Fewer results than this, with qrels only, say too little to call a mismatch.
+MIN_HITS_QRELS_ONLY = 20
+
+Status = Literal["ok", "resolved", "mismatch", "ambiguous", "unchecked"]
+
+
+def known_ids(golden: GoldenSet | Qrels | Mapping[str, Mapping[str, Any]]) -> tuple[frozenset[str], bool]:
+    """The ids a golden set knows (its corpus ids and every judged doc id), and whether it has a corpus.
+
+    Examples
+    --------
+    >>> ids, with_corpus = known_ids({"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2}})
+    >>> sorted(ids), with_corpus
+    (['d1', 'd2', 'd3'], False)
+    """
+    qrels: Mapping[str, Mapping[str, Any]]
+    corpus: Mapping[str, Any] | None = None
+    if isinstance(golden, GoldenSet):
+        qrels, corpus = golden.qrels, golden.corpus
+    else:
+        qrels = golden
+    ids: set[str] = set(corpus) if corpus else set()
+    for docs in qrels.values():
+        ids.update(docs)
+    return frozenset(ids), bool(corpus)
+
+
+def _scalar_id(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        return value if value and len(value) <= 512 else None
+    if isinstance(value, int):
+        return str(value)
+    return None
+
+
+def candidate_ids(obj: Any) -> dict[str, str]:
+    """Every id source a result offers and the id it gives: ``{"id": ..., "ref_doc_id": ..., "metadata:KEY": ...}``.
+
+    ``obj`` is a raw framework result (a LlamaIndex ``NodeWithScore`` or node, a LangChain ``Document`` or
+    ``(Document, score)`` pair), a :class:`~rankbridge.Hit`, a dict or an id string. Metadata values count
+    only when they are strings or integers (a page number counts too: it simply will not match).
+
+    Examples
+    --------
+    >>> candidate_ids({"id": "c1", "metadata": {"source": "a.pdf", "page": 3, "tags": ["x"]}})
+    {'id': 'c1', 'metadata:source': 'a.pdf', 'metadata:page': '3'}
+    """
+    from rankbridge.retriever import _metadata, _own_id, _unwrap
+
+    item, _ = _unwrap(obj)
+    out: dict[str, str] = {}
+    own = _scalar_id(_own_id(item)) if not isinstance(item, (float, bool, bytes)) and item is not None else None
+    if own is not None:
+        out["id"] = own
+    ref = getattr(item, "ref_doc_id", None)
+    if ref is None and isinstance(item, Mapping):
+        ref = item.get("ref_doc_id")
+    ref = _scalar_id(ref)
+    if ref is not None:
+        out["ref_doc_id"] = ref
+    meta = _metadata(item) if item is not None and not isinstance(item, (str, int, float, bytes)) else None
+    if meta:
+        for n, (key, value) in enumerate(meta.items()):
+            if n >= 50:  # a metadata dict that large is not an id table
+                break
+            v = _scalar_id(value)
+            if v is not None and isinstance(key, str):
+                out[f"metadata:{key}"] = v
+    return out
+
+
+@dataclass(frozen=True)
+class IdReport:
+    """The verdict on a sample of results: do their ids match the golden set, and if not, what would.
+
+    Attributes
+    ----------
+    status:
+        ``"ok"`` (the ids in use match), ``"resolved"`` (they do not, and :attr:`chosen` does),
+        ``"mismatch"`` (nothing the results carry matches), ``"ambiguous"`` (two sources match but give
+        different ids), ``"unchecked"`` (no results, or no known ids to compare with).
+    current:
+        The id source in use, as ``id_from`` would spell it (``"id"`` by default).
+    chosen:
+        The source to use: :attr:`current` when ``ok``, the resolution when ``resolved``, else ``None``.
+    shares:
+        Id source -> share of the results whose id under that source is known.
+    results:
+        How many results were looked at.
+    with_corpus:
+        Whether the golden set had a corpus (the threshold is :data:`CORPUS_SHARE`, else
+        :data:`QRELS_SHARE`).
+    unmatched_examples, known_examples:
+        A few ids in use that matched nothing, and a few ids the golden set knows.
+    tied:
+        With ``"ambiguous"``: the sources that match about equally well.
+    """
+
+    status: Status
+    current: str
+    chosen: str | None
+    shares: dict[str, float] = field(default_factory=dict)
+    results: int = 0
+    with_corpus: bool = False
+    unmatched_examples: tuple[str, ...] = ()
+    known_examples: tuple[str, ...] = ()
+    tied: tuple[str, ...] = ()
+
+    @property
+    def threshold(self) -> float:
+        """The share of known ids below which a result list does not match."""
+        return CORPUS_SHARE if self.with_corpus else QRELS_SHARE
+
+    @property
+    def ok(self) -> bool:
+        """True unless the ids in use are known not to match (``"mismatch"``, ``"ambiguous"``, ``"resolved"``)."""
+        return self.status in ("ok", "unchecked")
+
+    def _count(self, source: str) -> str:
+        share = self.shares.get(source, 0.0)
+        return f"{round(share * self.results)} of {self.results} ({share:.0%})"
+
+    def message(self) -> str:
+        """What was found, in two sentences: the ids in use, and what would match (or what the results carry)."""
+        if self.status == "unchecked":
+            return "doc ids not checked (no results, or a golden set without ids)"
+        where = "in the golden set (corpus or qrels)" if self.with_corpus else "judged in the qrels"
+        spec = "" if self.current == "id" else f" under id_from={self.current!r}"
+        text = f"{self._count(self.current)} retrieved ids{spec} are {where}"
+        if self.status == "ok":
+            return text + "."
+        if self.unmatched_examples:
+            text += ", e.g. " + ", ".join(repr(x) for x in self.unmatched_examples[:2])
+        if self.known_examples:
+            text += f"; the golden set's ids look like {self.known_examples[0]!r}"
+        text += "."
+        if self.status == "resolved" and self.chosen is not None:
+            return text + f" Under id_from={self.chosen!r} {self._count(self.chosen)} are."
+        if self.status == "ambiguous":
+            options = " and ".join(f"id_from={s!r} ({self.shares[s]:.0%})" for s in self.tied)
+            return text + f" Both {options} match but give different ids: pass the one your qrels judge."
+        others = sorted((s for s in self.shares if s != self.current), key=lambda s: -self.shares[s])
+        if others:
+            best = ", ".join(f"{s!r} {self.shares[s]:.0%}" for s in others[:4])
+            carried = f" No id source of the results matches (tried {best})."
+        else:
+            carried = " The results carry no other id (no ref_doc_id, no metadata)."
+        return (
+            text + carried + " Pass id_from= (a callable on the result works too) or doc_map= so that results "
+            "name the ids your qrels judge; this is not a judging gap."
+        )
+
+
+def _decide(
+    candidates: Sequence[Mapping[str, str]],
+    current: Sequence[str | None],
+    current_label: str,
+    known: frozenset[str],
+    with_corpus: bool,
+) -> IdReport:
+    n = len(current)
+    if n == 0 or not known:
+        return IdReport("unchecked", current_label, None, results=n, with_corpus=with_corpus)
+    threshold = CORPUS_SHARE if with_corpus else QRELS_SHARE
+    shares: dict[str, float] = {current_label: sum(1 for x in current if x is not None and x in known) / n}
+    sources: dict[str, None] = {}
+    for cand in candidates:
+        for s in cand:
+            sources.setdefault(s, None)
+    for s in sources:
+        if s != current_label:
+            shares[s] = sum(1 for cand in candidates if cand.get(s) in known) / n
+    unmatched = tuple(dict.fromkeys(x for x in current if x is not None and x not in known))[:3]
+    examples = tuple(sorted(known)[:2])
+    base = {"shares": shares, "results": n, "with_corpus": with_corpus}
+    mine = shares[current_label]
+    if mine >= threshold or (not with_corpus and n < MIN_HITS_QRELS_ONLY):
+        return IdReport("ok", current_label, current_label, **base)  # type: ignore[arg-type]
+    better = [s for s in shares if s != current_label and shares[s] >= threshold and shares[s] > 2 * mine]
+    if not better:
+        return IdReport("mismatch", current_label, None, unmatched_examples=unmatched, known_examples=examples, **base)  # type: ignore[arg-type]
+    # prefer LlamaIndex's own chunk -> document link, then metadata keys in the order the results list them
+    better.sort(key=lambda s: (-shares[s], s != "ref_doc_id"))
+    top = better[0]
+    values = [cand.get(top) for cand in candidates]
+    tied = [
+        s for s in better[1:] if shares[top] - shares[s] < 0.1 and [cand.get(s) for cand in candidates] != values
+    ]
+    if tied:
+        return IdReport(
+            "ambiguous", current_label, None, unmatched_examples=unmatched, known_examples=examples,
+            tied=(top, *tied), **base,  # type: ignore[arg-type]
+        )  # fmt: skip
+    return IdReport("resolved", current_label, top, unmatched_examples=unmatched, known_examples=examples, **base)  # type: ignore[arg-type]
+
+
+def check_results(
+    results: Iterable[Any],
+    golden: GoldenSet | Qrels | Mapping[str, Mapping[str, Any]],
+    *,
+    id_from: Any = None,
+) -> IdReport:
+    """Check raw results (framework objects, Hits, dicts) against a golden set's ids.
+
+    Parameters
+    ----------
+    results:
+        Results of a few queries, flattened (every result of every list).
+    golden:
+        The golden set (its corpus and qrels), or qrels alone.
+    id_from:
+        The id source in use (see :mod:`rankbridge.retriever`); ``None`` is ``"id"``. A source list counts
+        as the first source that gives an id, as the adapters resolve it.
+
+    Examples
+    --------
+    >>> qrels = {f"q{i}": {f"doc-{i}": 1} for i in range(30)}
+    >>> results = [{"id": f"uuid-{i}", "metadata": {"source": f"doc-{i}"}} for i in range(30)]
+    >>> r = check_results(results, qrels)
+    >>> r.status, r.chosen
+    ('resolved', 'metadata:source')
+    """
+    from rankbridge.retriever import _resolve, _spec_name, _unwrap, id_sources
+
+    specs = id_sources(id_from)
+    label = _spec_name(specs[0]) if len(specs) == 1 else repr([_spec_name(s) for s in specs])
+    candidates: list[dict[str, str]] = []
+    current: list[str | None] = []
+    for item in results:
+        candidates.append(candidate_ids(item))
+        try:
+            current.append(_resolve(_unwrap(item)[0], specs)[0])
+        except Exception:  # an id source that cannot read this result simply gives no id
+            current.append(None)
+    known, with_corpus = known_ids(golden)
+    return _decide(candidates, current, label, known, with_corpus)
+
+
+def _sample_hits(run: Run, limit: int) -> list[Hit]:
+    out: list[Hit] = []
+    for qid in run:
+        for hit in run.hits(qid):
+            out.append(hit)
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def check_run(
+    run: Run, golden: GoldenSet | Qrels | Mapping[str, Mapping[str, Any]], *, sample: int = SAMPLE_HITS
+) -> IdReport:
+    """Check a finished run's doc ids against a golden set; alternatives come from the hits' metadata.
+
+    Looks at the first ``sample`` hits in run order. See the module docstring for the rule.
+    """
+    hits = _sample_hits(run, sample)
+    label = run.config.get("id_from") if isinstance(run.config.get("id_from"), str) else None
+    known, with_corpus = known_ids(golden)
+    candidates = [{k: v for k, v in candidate_ids(h).items() if k != "id"} for h in hits]
+    return _decide(candidates, [h.doc_id for h in hits], label or "id", known, with_corpus)
+
+
+def remap_ids(run: Run, id_from: str | Callable[[Hit], Any]) -> Run:
+    """A copy of ``run`` whose doc ids come from ``id_from`` on each hit (``"metadata:KEY"`` or a callable).
+
+    Hits that map to a document already ranked higher are dropped (first occurrence kept, counted in
+    :attr:`Run.duplicates`), as chunk-to-document mapping does everywhere in rankbridge. A hit without
+    that source keeps its id.
+
+    Examples
+    --------
+    >>> from rankbridge import Hit, Run
+    >>> run = Run.from_ranked({"q1": [Hit("c1", metadata={"doc": "A"}), Hit("c2", metadata={"doc": "A"}),
+    ...                                Hit("c3", metadata={"doc": "B"})]})
+    >>> fixed = remap_ids(run, "metadata:doc")
+    >>> fixed.ranking("q1"), fixed.duplicates
+    (['A', 'B'], {'q1': 1})
+    """
+    from rankbridge.retriever import _resolve
+
+    spec: tuple[Any, ...] = (id_from,)
+    out = Run(name=run.name, config={**run.config, "id_from": id_from if isinstance(id_from, str) else repr(id_from)})
+    for qid in run.query_ids():
+        if qid in run.errors and qid not in run:
+            out.add_error(qid, run.errors[qid], latency=run.latency.get(qid))
+            continue
+        hits = []
+        for h in run.hits(qid):
+            new, _ = _resolve(h, spec)
+            hits.append(h if new is None else Hit(new, h.score, h.text, h.metadata))
+        out.add(qid, hits, latency=run.latency.get(qid))
+    out.stages = dict(run.stages)
+    out.answers = dict(run.answers)
+    return out
