@@ -63,6 +63,7 @@ The framework-free parts (the frameworks are exercised in ``tests/test_capture_*
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -74,16 +75,18 @@ from rankbridge.callbacks._recorder import (
     CaptureRecord,
     QueryMatcher,
     Recorder,
+    _resolve_items,
     current_query_id,
     normalize_query,
     query_id,
     query_key,
 )
-from rankbridge.errors import InputError, MissingExtraError
+from rankbridge.errors import IdMismatchError, InputError, MissingExtraError
 from rankbridge.retriever import IdSpec
 from rankbridge.types import GoldenSet, Query, Run
 
 if TYPE_CHECKING:
+    from rankbridge.idmatch import IdReport
     from rankbridge.judge import Judgments
 
 __all__ = [
@@ -154,6 +157,35 @@ def _attach(framework: str, recorder: Recorder, trace: bool) -> Callable[[], Non
     return langchain.attach(recorder, trace=trace)
 
 
+def _has_doc_ids(golden: GoldenSet) -> bool:
+    """Does the golden set name documents (a corpus, or qrels with at least one judged doc)?"""
+    return bool(golden.corpus) or any(bool(docs) for docs in golden.qrels.values())
+
+
+def _report_dict(report: IdReport) -> dict[str, Any]:
+    """The JSON-friendly part of an :class:`~rankbridge.idmatch.IdReport`, as run configs keep it."""
+    return {
+        "status": report.status,
+        "current": report.current,
+        "chosen": report.chosen,
+        "shares": dict(report.shares),
+        "results": report.results,
+        "message": report.message(),
+    }
+
+
+def _mismatch_text(report: IdReport, id_from: Any, doc_map: Any) -> str:
+    text = report.message()
+    if report.status == "resolved" and report.chosen is not None:
+        given = f"id_from={id_from!r}" if doc_map is None else "doc_map="
+        text += (
+            f" You passed {given} explicitly, so it is not switched: pass id_from={report.chosen!r} to capture() "
+            "to score the documents."
+        )
+    text += " to_run(check_ids=False) returns the run as it is (this error's .run holds it too)."
+    return "captured results: " + text
+
+
 class Capture:
     """Records retrievals while attached; reads them back as a :class:`~rankbridge.Run`.
 
@@ -179,11 +211,16 @@ class Capture:
         frameworks: Sequence[str],
         name: str = "capture",
         trace: bool = False,
+        golden: GoldenSet | None = None,
+        check_ids: bool = True,
     ) -> None:
         self.recorder = recorder
         self.trace = trace
         self.matcher = matcher
         self.name = name
+        #: the golden set whose corpus / qrels ids the results are checked against (None: nothing to check)
+        self.golden = golden if golden is not None and _has_doc_ids(golden) else None
+        self.check_ids = bool(check_ids)
         self._frameworks = tuple(frameworks)
         self._detach: list[tuple[str, Callable[[], None]]] = []
 
@@ -244,8 +281,20 @@ class Capture:
     def _assign(self) -> list[tuple[CaptureRecord, str, str]]:
         return [(r, *self.matcher.match(r.query, r.query_id)) for r in self.recorder.records]
 
+    def _chosen(self, repeats: str) -> tuple[dict[str, CaptureRecord], set[str]]:
+        chosen: dict[str, CaptureRecord] = {}
+        for record, qid, _ in self._assign():
+            if repeats == "last" or qid not in chosen:
+                chosen[qid] = record
+        return chosen, set(chosen)
+
     def to_run(
-        self, *, stage: Stage = "final", name: str | None = None, repeats: Literal["first", "last"] = "first"
+        self,
+        *,
+        stage: Stage = "final",
+        name: str | None = None,
+        repeats: Literal["first", "last"] = "first",
+        check_ids: bool | None = None,
     ) -> Run:
         """The captured retrievals as a ranked :class:`~rankbridge.Run`, one entry per query id.
 
@@ -260,32 +309,127 @@ class Capture:
             Which capture of a query asked more than once (the same text, or one query id over several
             retrievals, as when an agent searches again) makes its entry: ``"first"`` (default) or
             ``"last"``. Every retrieval stays in :attr:`records`; ``summary()["repeats"]`` counts them.
+        check_ids:
+            Check the results' doc ids against the golden set's corpus and qrels ids (default: the
+            ``capture(check_ids=...)`` setting, ``True``). ``False`` returns the run under ``id_from`` as it
+            is, with the check's verdict in ``run.config["id_check"]``.
+
+        Raises
+        ------
+        IdMismatchError
+            Most results name no document the golden set knows, and either no id source of the results
+            does, two do with different ids, or ``id_from`` / ``doc_map`` was passed explicitly (an
+            explicit choice is never switched away from: the message names the ``id_from=`` that matches).
+            ``exc.run`` is the unresolved run, ``exc.report`` the :class:`~rankbridge.idmatch.IdReport`.
 
         Notes
         -----
         A retrieval that raised, or whose results had no doc id under ``id_from``, is an error of the
         run (it scores 0).
+
+        **Doc ids.** With a :class:`~rankbridge.GoldenSet` that has a corpus or qrels, the ids of (at most
+        :data:`rankbridge.idmatch.SAMPLE_HITS`) captured results are checked once per call, here, never
+        inside the app (:func:`rankbridge.idmatch.check_results`). Results with UUID ids (LlamaIndex
+        ``SentenceSplitter`` chunks, LangChain ``add_documents`` without ids) whose ``ref_doc_id`` or a
+        ``metadata:KEY`` names the golden set's documents are, when ``id_from`` was not given, turned into
+        those documents' ids (chunks of one document collapse to its first, as with that ``id_from``
+        passed explicitly): ``run.config["id_from"]`` is the source used and
+        ``run.config["id_resolution"]`` says what was done (``{"from", "to", "shares", "results",
+        "auto": True, "message"}``). A few unknown ids (pooling, a larger corpus) are fine.
+
+        **Partial captures.** ``run.config`` carries ``"source": "capture"``, ``"golden_size"`` (golden
+        questions) and ``"golden_missing"`` (golden questions the capture never saw; with a golden set).
+        :func:`rankbridge.evaluate` scores a capture run on the questions it saw, and reports how many
+        were missing; ``missing="zero"`` scores the missing ones 0 instead.
         """
         if stage not in ("final", "retrieved"):
             raise InputError(f"stage must be 'final' or 'retrieved'. Got {stage!r} instead.")
         if repeats not in ("first", "last"):
             raise InputError(f"repeats must be 'first' or 'last'. Got {repeats!r} instead.")
-        chosen: dict[str, CaptureRecord] = {}
-        for record, qid, _ in self._assign():
-            if repeats == "last" or qid not in chosen:
-                chosen[qid] = record
-        run = Run(name=name or self.name, config={**self._config(stage), "repeats": repeats})
+        chosen, seen = self._chosen(repeats)
+        config = {**self._config(stage), "repeats": repeats}
+        golden_ids = self.matcher.golden_ids() if self.matcher.ids is not None else None
+        if golden_ids is not None:
+            config["golden_size"] = len(golden_ids)
+            config["golden_missing"] = sum(1 for q in golden_ids if q not in seen)
+        run = self._build(chosen, stage, name or self.name, config)
+        report = self._id_report(chosen, stage, run)
+        if report is None:
+            return run
+        if not (self.check_ids if check_ids is None else check_ids):
+            run.config["id_check"] = _report_dict(report)
+            return run
+        if report.status in ("ok", "unchecked"):
+            return run
+        rec = self.recorder
+        explicit = rec.id_from is not None or rec.doc_map is not None
+        if report.status == "resolved" and report.chosen is not None and not explicit:
+            to = report.chosen
+            resolve = functools.partial(_resolve_items, id_from=to, doc_map=None, keep_text=rec.keep_text)
+            config = {**config, "id_from": to}
+            config["id_resolution"] = {
+                "from": report.current,
+                "to": to,
+                "shares": dict(report.shares),
+                "results": report.results,
+                "auto": True,
+                "message": report.message(),
+            }
+            return self._build(chosen, stage, name or self.name, config, resolve)
+        raise IdMismatchError(
+            _mismatch_text(report, rec.id_from, rec.doc_map),
+            suggestion=report.chosen if report.status == "resolved" else None,
+            report=report,
+            run=run,
+        )
+
+    def _build(
+        self,
+        chosen: Mapping[str, CaptureRecord],
+        stage: str,
+        name: str,
+        config: dict[str, Any],
+        resolve: Callable[[list[Any]], Any] | None = None,
+    ) -> Run:
+        run = Run(name=name, config=config)
         for qid, record in chosen.items():
             if record.error is not None:
                 run.add_error(qid, f"retrieval failed: {record.error}", latency=record.latency)
                 continue
-            hits = record.retrieved if stage == "retrieved" else record.hits
-            problem = record.resolve_error
+            if resolve is None:
+                hits = record.retrieved if stage == "retrieved" else record.hits
+                problem = record.resolve_error
+            else:
+                hits, problem = record.hits_under(resolve, stage=stage)
             if problem is not None:
                 run.add_error(qid, f"captured results have no usable doc id: {problem}", latency=record.latency)
                 continue
             run.add(qid, hits, latency=record.latency)
         return run
+
+    def _id_report(self, chosen: Mapping[str, CaptureRecord], stage: str, run: Run | None) -> IdReport | None:
+        """Check (a sample of) the results' ids against the golden set; ``None`` when there is nothing to check."""
+        golden = self.golden
+        if golden is None:
+            return None
+        from rankbridge import idmatch
+
+        rec = self.recorder
+        if rec.doc_map is not None:
+            # the ids in use are doc_map's: judge the run's own ids (alternatives from the hits' metadata)
+            if run is None:
+                run = self._build(chosen, stage, self.name, self._config(stage))
+            return idmatch.check_run(run, golden)
+        sample: list[Any] = []
+        for record in chosen.values():
+            if record.error is not None:
+                continue
+            which = "final" if stage == "final" and record.final is not None else "retrieved"
+            sample.extend(record.results(which) or ())
+            if len(sample) >= idmatch.SAMPLE_HITS:
+                del sample[idmatch.SAMPLE_HITS :]
+                break
+        return idmatch.check_results(sample, golden, id_from=rec.id_from)
 
     @property
     def run(self) -> Run:
@@ -316,7 +460,10 @@ class Capture:
         ``unknown_ids`` (ids the app passed that the golden set lacks), ``missing`` (golden ids never
         seen), ``repeats``, ``errors``, ``resolve_errors``, ``reranked`` (records whose final list
         differs), ``dropped``, ``sampled_out``, ``internal_errors``, ``last_internal_error``,
-        ``frameworks``.
+        ``frameworks``, ``id_check`` (``None`` without golden doc ids to check against, else
+        ``{"status", "current", "chosen", "action", "message"}`` of the doc-id check that :meth:`to_run`
+        makes on the final lists: ``action`` is ``"none"``, ``"resolved"`` (the run uses ``chosen``) or
+        ``"raise"`` (reading the run raises :class:`~rankbridge.errors.IdMismatchError`)).
         """
         assigned = self._assign()
         seen: set[str] = set()
@@ -355,7 +502,25 @@ class Capture:
             "internal_errors": rec.internal_errors,
             "last_internal_error": rec.last_internal_error,
             "frameworks": list(self._frameworks),
+            "id_check": self._id_summary(),
         }
+
+    def _id_summary(self) -> dict[str, Any] | None:
+        chosen, _ = self._chosen("first")
+        report = self._id_report(chosen, "final", None)
+        if report is None:
+            return None
+        out = _report_dict(report)
+        explicit = self.recorder.id_from is not None or self.recorder.doc_map is not None
+        if not self.check_ids or report.status in ("ok", "unchecked"):
+            out["action"] = "none"
+        elif report.status == "resolved" and not explicit:
+            out["action"] = "resolved"
+            out["message"] += f" The run uses id_from={report.chosen!r} (run.config['id_resolution'])."
+        else:
+            out["action"] = "raise"
+            out["message"] = _mismatch_text(report, self.recorder.id_from, self.recorder.doc_map)
+        return out
 
     def _config(self, stage: str) -> dict[str, Any]:
         rec = self.recorder
@@ -465,6 +630,7 @@ def capture(
     seed: int | None = None,
     trace: bool = False,
     retain: Literal["light", "objects"] = "light",
+    check_ids: bool = True,
 ) -> Capture:
     """Record the retrievals of a running LlamaIndex / LangChain app; use as ``with capture() as cap:``.
 
@@ -510,6 +676,20 @@ def capture(
         ``"light"`` (default): when a retrieval ends, copy each result's id, score, text and metadata and
         let the framework's objects go (less garbage-collector work inside the app). ``"objects"``: keep
         the result objects until the run is read. A callable ``id_from`` implies ``"objects"``.
+    check_ids:
+        With a :class:`~rankbridge.GoldenSet` that has a corpus or qrels: check, whenever the run is read,
+        that the results' doc ids name documents the golden set knows, resolve UUID chunk ids to
+        ``ref_doc_id`` / ``metadata:KEY`` when ``id_from`` was not given and exactly one source matches,
+        and raise :class:`~rankbridge.errors.IdMismatchError` otherwise (see :meth:`Capture.to_run`).
+        ``False``: return the runs as they are (the verdict goes in ``run.config["id_check"]``). Such a
+        golden set also makes records copy each result's ``ref_doc_id`` (a few µs per LlamaIndex
+        retrieval), so that it can be offered; a list of queries or ``{id: text}`` has no doc ids and
+        changes nothing.
+
+    Partial captures: questions of ``golden`` the app never asked are not scored as 0 by
+    :func:`rankbridge.evaluate` (it scores a capture run on the questions seen and reports how many were
+    missing; ``missing="zero"`` counts them as 0): ``run.config["golden_missing"]`` and
+    ``["golden_size"]`` carry the counts.
 
     Returns
     -------
@@ -556,5 +736,15 @@ def capture(
         keep_text=keep_text,
         seed=seed,
         retain=retain,
+        # decided here, once: only a golden set with doc ids makes the check (and the ref_doc_id copy) worth it
+        keep_ref=isinstance(golden, GoldenSet) and _has_doc_ids(golden),
     )
-    return Capture(recorder, QueryMatcher(golden), frameworks=chosen, name=name, trace=trace)
+    return Capture(
+        recorder,
+        QueryMatcher(golden),
+        frameworks=chosen,
+        name=name,
+        trace=trace,
+        golden=golden if isinstance(golden, GoldenSet) else None,
+        check_ids=check_ids,
+    )

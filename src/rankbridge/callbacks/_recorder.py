@@ -250,6 +250,8 @@ def _getter(obj: Any, text: bool, ref: bool) -> tuple[Callable[[Any], Any], tupl
         if id_kind is not None:
             id_kind = PLAIN_ATTRS.get(getattr(cls, id_kind, None), id_kind)
         if id_kind is not None and text_kind is not None and (text_kind != "get_content" or not text):
+            # a class without ref_doc_id (LangChain's Document) snapshots without it, as it reads without it
+            ref = ref and hasattr(obj, "ref_doc_id")
             names = [id_kind, "metadata"] + ([text_kind] if text else []) + (["ref_doc_id"] if ref else [])
             fields = ("id", "metadata") + (("text",) if text else ()) + (("ref_doc_id",) if ref else ())
             out = (_attrs(*names), fields)
@@ -471,31 +473,66 @@ class CaptureRecord:
             self._cache = None
 
     # -- read side (may be slow: resolves doc ids) --------------------------------------------------
+    def results(self, which: str = "retrieved") -> list[Any] | None:
+        """The kept results of ``which`` (``"retrieved"`` or ``"final"``) as doc-id resolution reads them.
+
+        Result objects (or ``(object, score)`` pairs); with ``retain="light"``, stand-ins rebuilt from the
+        snapshot with the same own id, metadata, text and (when it was copied) ``ref_doc_id``. ``None``
+        when the framework reported no such list. This is what :mod:`rankbridge.idmatch` checks.
+        """
+        if which == "retrieved":
+            items, scores = self._items, self._scores
+        else:
+            items, scores = self._final_items, self._final_scores
+        if items is None:
+            return None
+        if type(items) is Snapshot:
+            return _unsnap(items, scores)  # type: ignore[return-value]
+        if scores is not None:
+            return [(getattr(i, "node", i), sc) for i, sc in zip(items, scores, strict=False)]
+        return items
+
+    def _compute(
+        self, which: str, resolve: Callable[[list[Any]], tuple[list[Hit], list[str]]] | None
+    ) -> tuple[list[Hit], list[str], str | None]:
+        items = self.results(which)
+        if items is None:
+            return [], [], None
+        try:
+            hits, notes = (resolve or self._resolve or _default_resolve)(items)
+        except RankbridgeError as exc:
+            return [], [], str(exc)
+        return hits, notes, None
+
     def _hits(self, which: str) -> list[Hit]:
         cache = self._cache
         if cache is None:
             cache = self._cache = {}
         if which in cache:
             return cache[which]  # type: ignore[no-any-return]
-        if which == "retrieved":
-            items, scores = self._items, self._scores
-        else:
-            items, scores = self._final_items, self._final_scores
-        hits: list[Hit] = []
-        notes: list[str] = []
-        if items is not None:
-            if type(items) is Snapshot:
-                items = _unsnap(items, scores)
-            elif scores is not None:
-                items = [(getattr(i, "node", i), sc) for i, sc in zip(items, scores, strict=False)]
-            resolve = self._resolve or _default_resolve
-            try:
-                hits, notes = resolve(items)
-            except RankbridgeError as exc:
-                cache[which + ":error"] = str(exc)
+        hits, notes, error = self._compute(which, None)
+        if error is not None:
+            cache[which + ":error"] = error
         cache[which] = hits
         cache[which + ":notes"] = notes
         return hits
+
+    def hits_under(
+        self, resolve: Callable[[list[Any]], tuple[list[Hit], list[str]]], *, stage: str = "final"
+    ) -> tuple[list[Hit], str | None]:
+        """``(hits, resolve error)`` of ``stage`` with another resolver (another ``id_from``), not cached.
+
+        ``"final"`` follows the rule of :attr:`hits`: the final list when it differs from the retrieved
+        one under that resolver, else the retrieved one.
+        """
+        retrieved, _, error = self._compute("retrieved", resolve)
+        if stage == "retrieved" or self._final_items is None:
+            return retrieved, error
+        final, _, final_error = self._compute("final", resolve)
+        error = error or final_error
+        if [(h.doc_id, h.score) for h in final] == [(h.doc_id, h.score) for h in retrieved]:
+            return retrieved, error
+        return final, error
 
     @property
     def retrieved(self) -> list[Hit]:
@@ -595,6 +632,11 @@ class Recorder:
     id_from, doc_map, keep_text:
         How results become hits (see :func:`rankbridge.retriever.normalize_hits`), applied when the
         records are read, never inside the host's call.
+    keep_ref:
+        Also copy each result's ``ref_doc_id`` into light snapshots even when ``id_from`` does not use it
+        (:func:`~rankbridge.callbacks.capture` asks for it when the golden set has doc ids to check the
+        results against, so that ``ref_doc_id`` can be offered as the matching source). It takes the
+        LlamaIndex handler off its fast snapshot path: a few µs more per retrieval.
     seed:
         Seed of the sampling generator, for reproducible sampling.
     retain:
@@ -622,6 +664,7 @@ class Recorder:
         keep_text: bool = True,
         seed: int | None = None,
         retain: str = "light",
+        keep_ref: bool = False,
     ) -> None:
         if retain not in ("light", "objects"):
             raise InputError(f"retain must be 'light' or 'objects'. Got {retain!r} instead.")
@@ -645,7 +688,7 @@ class Recorder:
         # what a light snapshot must copy; a callable id source needs the object itself
         self.light = retain == "light" and not any(callable(sp) for sp in specs)
         self.snap_text = bool(keep_text) or "content_hash" in specs
-        self.snap_ref = "ref_doc_id" in specs
+        self.snap_ref = "ref_doc_id" in specs or bool(keep_ref)
         self.enabled = True
         self.dropped = 0
         self.sampled_out = 0
