@@ -282,6 +282,7 @@ def test_a_few_unknown_ids_stay_allowed() -> None:
 # -- LangChain --------------------------------------------------------------------------------------------------
 def test_langchain_vector_store_uuids_resolve_to_metadata() -> None:
     retriever = lc_store().as_retriever(search_kwargs={"k": 4})
+
     def fmt(docs: list[LCDocument]) -> str:
         return "\n".join(d.page_content for d in docs)
 

@@ -38,6 +38,18 @@ the history store: ``RunStore(path).save(rankbridge.evaluate(qrels, cap.run, met
 No qrels? ``grades = cap.judge(llm)`` has an LLM grade the top results 0-3 (:mod:`rankbridge.judge`), then
 ``rankbridge.evaluate(grades.qrels, cap.run, metrics)``.
 
+Doc ids and partial captures
+----------------------------
+With a :class:`~rankbridge.GoldenSet` that has a corpus or qrels, reading the run checks a sample of the
+captured results' ids against them (:mod:`rankbridge.idmatch`). UUID chunk ids (LlamaIndex
+``SentenceSplitter`` nodes, LangChain ``add_documents`` without ids) are resolved to the one source that
+names known documents (``ref_doc_id``, ``metadata:KEY``) when ``id_from`` was not given
+(``run.config["id_resolution"]``, ``cap.summary()["id_check"]``); otherwise, and whenever an explicit
+``id_from`` / ``doc_map`` does not match, reading raises :class:`~rankbridge.errors.IdMismatchError`
+(``cap.to_run(check_ids=False)`` returns the run as it is). The run's config carries ``"golden_size"``
+and ``"golden_missing"``: :func:`rankbridge.evaluate` scores a capture run on the questions it saw, not
+the missing ones as 0 (``missing="zero"`` does that). See :meth:`Capture.to_run`.
+
 Safety inside someone else's app
 --------------------------------
 Handlers never raise into the host (their failures are counted in ``cap.summary()["internal_errors"]``),
