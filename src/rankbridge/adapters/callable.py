@@ -23,7 +23,7 @@ import inspect
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
-from rankbridge.adapters._base import AdapterBase
+from rankbridge.adapters._base import DEFAULT_K, AdapterBase
 from rankbridge.errors import InputError
 from rankbridge.retriever import IdSpec
 
@@ -81,6 +81,13 @@ class CallableRetriever(AdapterBase):
         Keep hit texts (RAGAS needs them).
     name:
         The run name; defaults to the function's name.
+
+    Notes
+    -----
+    A function has no k setting rankbridge can read, so :attr:`configured_k` is ``None``. With
+    ``k=None`` ("as the app configured it") a function that takes k is called with ``DEFAULT_K`` (10)
+    and its list is kept as returned; a function without a k parameter is called with the query alone
+    and its list is not cut. An explicit ``k`` is passed on (and a function without k has its list cut).
     """
 
     framework = "callable"
@@ -103,18 +110,20 @@ class CallableRetriever(AdapterBase):
         self.native_async = _is_async(fn)
         self._k_style = _k_style(fn)
 
-    def _invoke(self, query: str, k: int) -> Any:
+    def _invoke(self, query: str, k: int | None) -> Any:
+        if k is None:
+            k = DEFAULT_K  # only reaches a function that takes k; the list is not cut (k=None downstream)
         if self._k_style == "positional":
             return self.fn(query, k)
         return self.fn(query, k=k) if self._k_style == "keyword" else self.fn(query)
 
-    def _fetch(self, query: str, k: int) -> Any:
+    def _fetch(self, query: str, k: int | None) -> Any:
         out = self._invoke(query, k)
         if inspect.isawaitable(out):
             out = run_coroutine_sync(_await(out))
         return out
 
-    async def _afetch(self, query: str, k: int) -> Any:
+    async def _afetch(self, query: str, k: int | None) -> Any:
         if not self.native_async:
             return await asyncio.to_thread(self._fetch, query, k)
         out = self._invoke(query, k)
