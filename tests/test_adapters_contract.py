@@ -238,9 +238,14 @@ def test_framework_errors_are_mapped(case: Case, monkeypatch: pytest.MonkeyPatch
     with pytest.raises(RetrievalError) as async_info:
         asyncio.run(r.aretrieve(QUERIES["q1"], 3))
     assert async_info.value.__cause__ is not None
-    run = run_retriever(r, QUERIES, k=3, retries=0, progress=False)
+    run = run_retriever(r, QUERIES, k=3, retries=0, progress=False, keep_going=True)
     assert set(run.errors) == set(QUERIES)
     assert all(msg.startswith("error: ") and "raised" in msg for msg in run.errors.values())
+    # by default a run whose first queries all fail alike stops, with that error
+    with pytest.raises(RetrievalError, match=r"the first 5 queries all failed with the same error") as stop:
+        run_retriever(r, QUERIES, k=3, retries=0, progress=False, concurrency=1)
+    assert next(iter(run.errors.values())) in str(stop.value)
+    assert len(stop.value.run.errors) == 5  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -288,7 +293,9 @@ def test_langchain_ids_from_metadata_and_missing_ids() -> None:
     from langchain_community.retrievers import BM25Retriever
 
     bm25 = BM25Retriever.from_documents([Document(page_content=t) for t in CORPUS.values()], k=3)
-    run = run_retriever(bm25, QUERIES, k=3, progress=False)
+    with pytest.raises(RetrievalError, match=r"all failed with the same error.*has no doc id from 'id'.*id_from="):
+        run_retriever(bm25, QUERIES, k=3, progress=False)
+    run = run_retriever(bm25, QUERIES, k=3, progress=False, keep_going=True)
     assert set(run.errors) == set(QUERIES)
     assert "has no doc id from 'id'" in run.errors["q1"] and "id_from=" in run.errors["q1"]
     run = run_retriever(bm25, QUERIES, k=3, progress=False, id_from=["id", "content_hash"])

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
-from rankbridge.errors import InputError
+from rankbridge.errors import IdMismatchError, InputError
+from rankbridge.idmatch import check_run
 from rankbridge.metrics.measures import Measure, parse_measure, parse_measures
 from rankbridge.metrics.ranking import HitTable, build_table, compute
-from rankbridge.types import Qrels, Run
+from rankbridge.types import GoldenSet, Hit, Qrels, Run
 
-__all__ = ["Evaluation", "evaluate"]
+__all__ = ["Evaluation", "IdMismatchWarning", "evaluate"]
+
+
+class IdMismatchWarning(UserWarning):
+    """The run's doc ids are almost never judged in the qrels: the scores are near 0 for that reason alone."""
+
 
 MissingPolicy = Literal["zero", "skip"]
 
@@ -42,6 +49,9 @@ class Evaluation:
         Evaluated queries whose qrels have no relevant doc (recall, AP, nDCG are 0 for them).
     run_name:
         The run's name, for reports.
+    notes:
+        Warnings about the input the means rest on (doc ids that match nothing, a partial capture), in the
+        words :meth:`summary` and the reports use.
 
     Examples
     --------
@@ -65,6 +75,7 @@ class Evaluation:
     run_name: str = "run"
     duplicates: int = 0
     table: HitTable | None = field(default=None, repr=False, compare=False)
+    notes: tuple[str, ...] = ()
 
     @property
     def metric_names(self) -> list[str]:
@@ -117,7 +128,7 @@ class Evaluation:
         """One paragraph on which queries the means are over."""
         parts = [f"{self.num_queries} queries evaluated"]
         if self.missing:
-            verb = "scored 0" if self.missing_policy == "zero" else "skipped"
+            verb = "scored 0" if self.missing_policy == "zero" else "skipped; missing='zero' scores them 0"
             parts.append(f"{len(self.missing)} missing from the run ({verb})")
         if self.failed:
             verb = "scored 0" if self.missing_policy == "zero" else "skipped"
@@ -128,15 +139,47 @@ class Evaluation:
             parts.append(f"{len(self.unjudged)} in the run but not in the qrels (not evaluated)")
         if self.duplicates:
             parts.append(f"{self.duplicates} duplicate hits dropped")
-        return "; ".join(parts)
+        return "; ".join(parts) + "".join(f"\nwarning: {note}" for note in self.notes)
 
 
 def _as_qrels(qrels: Any) -> Qrels:
+    if isinstance(qrels, GoldenSet):
+        return qrels.qrels
     if isinstance(qrels, Qrels):
         return qrels
     if isinstance(qrels, Mapping):
         return Qrels(qrels)
-    raise InputError(f"qrels: expected a Qrels or a dict {{qid: {{doc: label}}}}, found {type(qrels).__name__}")
+    raise InputError(
+        f"qrels: expected a GoldenSet, a Qrels or a dict {{qid: {{doc: label}}}}, found {type(qrels).__name__}"
+    )
+
+
+def _check_ids(golden: GoldenSet | Qrels, data: Mapping[str, Any], run_obj: Run | None) -> str | None:
+    """None when the run's ids match the golden set's; else raise (golden set) or return a warning (qrels)."""
+    if run_obj is None:  # plain {qid: {doc: score}}: look at its ids only
+        run_obj = Run()
+        for qid, value in data.items():
+            run_obj._data[qid] = value if isinstance(value, dict) else [Hit(str(d)) for d in value]
+            if len(run_obj._data) >= 500:
+                break
+    report = check_run(run_obj, golden)
+    if report.ok:
+        return None
+    fix = ""
+    if report.chosen is not None and report.chosen.startswith("metadata:"):
+        fix = (
+            f" The hits' metadata has the right ids: rankbridge.idmatch.remap_ids(run, {report.chosen!r}) rewrites "
+            f"the run, or retrieve again with id_from={report.chosen!r}."
+        )
+    message = f"run {run_obj.name!r}: {report.message()}{fix}"
+    if isinstance(golden, GoldenSet):
+        raise IdMismatchError(
+            f"evaluate: {message} Scores would be meaningless (check_ids=False evaluates anyway).",
+            suggestion=report.chosen,
+            report=report,
+        )
+    warnings.warn(IdMismatchWarning(f"evaluate: {message}"), stacklevel=3)
+    return "doc ids do not match the qrels: " + message
 
 
 def _as_run_mapping(run: Any) -> tuple[Mapping[str, Any], Run | None]:
@@ -169,19 +212,21 @@ def _as_run_mapping(run: Any) -> tuple[Mapping[str, Any], Run | None]:
 
 
 def evaluate(
-    qrels: Qrels | Mapping[str, Mapping[str, int]],
+    qrels: GoldenSet | Qrels | Mapping[str, Mapping[str, int]],
     run: Run | Mapping[str, Any] | HitTable,
     metrics: str | Measure | Sequence[str | Measure],
     *,
-    missing: MissingPolicy = "zero",
+    missing: MissingPolicy | None = None,
     single_precision: bool = False,
+    check_ids: bool = True,
 ) -> Evaluation:
     """Evaluate a run against qrels, exactly as trec_eval defines each measure.
 
     Parameters
     ----------
     qrels:
-        A :class:`~rankbridge.Qrels` or ``{qid: {doc: label}}``.
+        A :class:`~rankbridge.GoldenSet` (its qrels; its corpus ids also serve the id check), a
+        :class:`~rankbridge.Qrels` or ``{qid: {doc: label}}``.
     run:
         A :class:`~rankbridge.Run`, ``{qid: {doc: score}}`` (ranked by score, ties broken by doc id
         descending as trec_eval does), ``{qid: [doc ids in rank order]}``, or a precomputed
@@ -189,11 +234,24 @@ def evaluate(
     metrics:
         Metric names such as ``"ndcg@10"``, ``"P@5"``, ``"mrr@10"``, ``"recall@100"``.
     missing:
-        ``"zero"`` (default): every query in the qrels counts, and one the run lacks (or whose retrieval
-        failed) scores 0 -- trec_eval ``-c``. ``"skip"``: average over queries in both, trec_eval's default.
+        ``"zero"``: every query in the qrels counts, and one the run lacks (or whose retrieval failed)
+        scores 0 -- trec_eval ``-c``. ``"skip"``: average over queries in both, trec_eval's default.
+        ``None`` (default): ``"zero"``, except for a live capture (``run.config["source"] == "capture"``),
+        which saw only the questions the app was asked: ``"skip"``, with the count of unseen questions in
+        :attr:`Evaluation.missing` and :meth:`Evaluation.summary`.
     single_precision:
         Compare scores as float32 before the doc-id tie-break, as trec_eval (and pytrec_eval) do. Off by
         default: two scores that differ only beyond float32 precision then rank by score, not by doc id.
+    check_ids:
+        Check that the run's doc ids are ones the golden set knows (:mod:`rankbridge.idmatch`). With a
+        :class:`~rankbridge.GoldenSet`, ids that match nothing raise
+        :class:`~rankbridge.IdMismatchError`; with qrels alone, ids almost never judged anywhere give an
+        :class:`IdMismatchWarning` and a note in :attr:`Evaluation.notes`. ``False`` skips the check.
+
+    Raises
+    ------
+    IdMismatchError
+        ``qrels`` is a golden set and the run's ids match nothing it knows (see ``check_ids``).
 
     Returns
     -------
@@ -206,16 +264,19 @@ def evaluate(
     >>> round(ev.mean["ndcg@10"], 4), ev.mean["precision@2"]
     (0.8597, 1.0)
     """
-    if missing not in ("zero", "skip"):
+    if missing not in (None, "zero", "skip"):
         raise InputError(f"missing must be 'zero' or 'skip'. Got {missing!r} instead.")
     measures = tuple(parse_measures(metrics))
     if isinstance(run, HitTable):  # already converted: the qrels are in the table
         table = run
         values = {str(m): compute(table, m) for m in measures}
-        return Evaluation(measures, table.query_ids, values, missing_policy=missing, table=table)
+        return Evaluation(measures, table.query_ids, values, missing_policy=missing or "zero", table=table)
     q = _as_qrels(qrels)
     data, run_obj = _as_run_mapping(run)
     errors: Mapping[str, str] = run_obj.errors if run_obj is not None else {}
+    captured = run_obj is not None and run_obj.config.get("source") == "capture"
+    if missing is None:
+        missing = "skip" if captured else "zero"
 
     failed = tuple(sorted(qid for qid in q if qid in errors and qid not in data))
     missing_q = tuple(sorted(qid for qid in q if qid not in data and qid not in errors))
@@ -225,11 +286,21 @@ def evaluate(
     else:
         query_ids = tuple(sorted(qid for qid in q if qid in data))
 
-    table = _cached_table(q, data, run_obj, query_ids, single_precision)
+    table = _cached_table(q, data, run_obj, query_ids, single_precision)  # validates the run's scores
+    notes: list[str] = []
+    if check_ids and data:
+        note = _check_ids(qrels if isinstance(qrels, GoldenSet) else q, data, run_obj)
+        if note is not None:
+            notes.append(note)
     values = {str(m): compute(table, m) for m in measures}
     nrel = table.num_relevant(1)
     no_relevant = tuple(qid for qid, n in zip(query_ids, nrel.tolist(), strict=True) if n == 0)
     duplicates = sum(run_obj.duplicates.get(qid, 0) for qid in query_ids) if run_obj is not None else 0
+    if captured and missing == "skip" and missing_q:
+        notes.append(
+            f"the capture saw {len(q) - len(missing_q)} of the {len(q)} golden questions; the means are over "
+            f"those ({len(missing_q)} never asked are not scored; missing='zero' scores them 0)"
+        )
     return Evaluation(
         measures=measures,
         query_ids=query_ids,
@@ -242,6 +313,7 @@ def evaluate(
         run_name=run_obj.name if run_obj is not None else "run",
         duplicates=duplicates,
         table=table,
+        notes=tuple(notes),
     )
 
 

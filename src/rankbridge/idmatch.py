@@ -7,9 +7,11 @@ id is in their metadata, if the app put it there). Scored as they are, such runs
 a silently wrong number. This module tells a real score from that:
 
 * the **known ids** are the golden set's corpus ids and every doc id its qrels judge;
-* a result list **matches** when at least :data:`CORPUS_SHARE` of its ids are known (with a corpus), or
-  :data:`QRELS_SHARE` (qrels only: sparse qrels judge few of the docs a good retriever returns, so only a
-  share near 0 is suspicious). A few unmatched ids (pooling, a corpus larger than the golden set) are fine;
+* with a corpus, results **match** when at least :data:`CORPUS_SHARE` of their ids are known. A few
+  unmatched ids (pooling, an index holding more than the golden set's corpus) are fine;
+* with qrels alone, results match unless *none* of at least :data:`MIN_HITS_QRELS_ONLY` sampled ids is
+  judged anywhere in the qrels: sparse qrels (BEIR lists only the relevant documents) judge a tiny share
+  of what a good retriever returns, so any lower bar would flag real runs;
 * when the ids in use do not match, every other **id source** a result offers -- the object's own id,
   ``ref_doc_id``, each ``metadata:KEY`` with a string or integer value -- is tried on the same results.
   One that matches (and is not tied with another that gives different ids) is the resolution;
@@ -42,7 +44,7 @@ from rankbridge.types import GoldenSet, Hit, Qrels, Run
 
 __all__ = [
     "CORPUS_SHARE",
-    "QRELS_SHARE",
+    "QRELS_MIN_MATCHES",
     "IdReport",
     "candidate_ids",
     "check_results",
@@ -51,12 +53,13 @@ __all__ = [
     "remap_ids",
 ]
 
-#: With a corpus, a result list matches when at least this share of its ids are corpus or judged ids.
+#: With a corpus, results match when at least this share of their ids are corpus or judged ids.
 CORPUS_SHARE = 0.5
-#: With qrels only, a result list matches unless fewer than this share of its ids are judged anywhere.
-QRELS_SHARE = 0.05
-#: Results looked at by :func:`check_run` (the first ones in run order): enough to tell, cheap on big runs.
-SAMPLE_HITS = 5000
+#: With qrels alone, an id source resolves a mismatch when at least this many sampled ids are judged.
+QRELS_MIN_MATCHES = 3
+#: Results looked at by :func:`check_run`: the top :data:`SAMPLE_DEPTH` of queries in run order.
+SAMPLE_HITS = 20_000
+SAMPLE_DEPTH = 100
 #: Fewer results than this, with qrels only, say too little to call a mismatch.
 MIN_HITS_QRELS_ONLY = 20
 
@@ -78,10 +81,15 @@ def known_ids(golden: GoldenSet | Qrels | Mapping[str, Mapping[str, Any]]) -> tu
         qrels, corpus = golden.qrels, golden.corpus
     else:
         qrels = golden
-    ids: set[str] = set(corpus) if corpus else set()
-    for docs in qrels.values():
-        ids.update(docs)
-    return frozenset(ids), bool(corpus)
+    cached = qrels._cache.get("known_ids") if isinstance(qrels, Qrels) else None
+    if cached is None:
+        judged: set[str] = set()
+        for docs in qrels.values():
+            judged.update(docs)
+        cached = frozenset(judged)
+        if isinstance(qrels, Qrels):
+            qrels._cache["known_ids"] = cached  # read on every evaluate; qrels do not change
+    return (cached | frozenset(corpus) if corpus else cached), bool(corpus)
 
 
 def _scalar_id(value: Any) -> str | None:
@@ -149,8 +157,8 @@ class IdReport:
     results:
         How many results were looked at.
     with_corpus:
-        Whether the golden set had a corpus (the threshold is :data:`CORPUS_SHARE`, else
-        :data:`QRELS_SHARE`).
+        Whether the golden set had a corpus (then a share of :data:`CORPUS_SHARE` matches; with qrels
+        alone any judged id does).
     unmatched_examples, known_examples:
         A few ids in use that matched nothing, and a few ids the golden set knows.
     tied:
@@ -166,11 +174,6 @@ class IdReport:
     unmatched_examples: tuple[str, ...] = ()
     known_examples: tuple[str, ...] = ()
     tied: tuple[str, ...] = ()
-
-    @property
-    def threshold(self) -> float:
-        """The share of known ids below which a result list does not match."""
-        return CORPUS_SHARE if self.with_corpus else QRELS_SHARE
 
     @property
     def ok(self) -> bool:
@@ -222,7 +225,6 @@ def _decide(
     n = len(current)
     if n == 0 or not known:
         return IdReport("unchecked", current_label, None, results=n, with_corpus=with_corpus)
-    threshold = CORPUS_SHARE if with_corpus else QRELS_SHARE
     shares: dict[str, float] = {current_label: sum(1 for x in current if x is not None and x in known) / n}
     sources: dict[str, None] = {}
     for cand in candidates:
@@ -235,18 +237,21 @@ def _decide(
     examples = tuple(sorted(known)[:2])
     base = {"shares": shares, "results": n, "with_corpus": with_corpus}
     mine = shares[current_label]
-    if mine >= threshold or (not with_corpus and n < MIN_HITS_QRELS_ONLY):
-        return IdReport("ok", current_label, current_label, **base)  # type: ignore[arg-type]
-    better = [s for s in shares if s != current_label and shares[s] >= threshold and shares[s] > 2 * mine]
+    if with_corpus:
+        if mine >= CORPUS_SHARE:
+            return IdReport("ok", current_label, current_label, **base)  # type: ignore[arg-type]
+        better = [s for s in shares if s != current_label and shares[s] >= CORPUS_SHARE and shares[s] > 2 * mine]
+    else:
+        if mine > 0 or n < MIN_HITS_QRELS_ONLY:
+            return IdReport("ok", current_label, current_label, **base)  # type: ignore[arg-type]
+        better = [s for s in shares if s != current_label and shares[s] * n >= QRELS_MIN_MATCHES]
     if not better:
         return IdReport("mismatch", current_label, None, unmatched_examples=unmatched, known_examples=examples, **base)  # type: ignore[arg-type]
     # prefer LlamaIndex's own chunk -> document link, then metadata keys in the order the results list them
     better.sort(key=lambda s: (-shares[s], s != "ref_doc_id"))
     top = better[0]
     values = [cand.get(top) for cand in candidates]
-    tied = [
-        s for s in better[1:] if shares[top] - shares[s] < 0.1 and [cand.get(s) for cand in candidates] != values
-    ]
+    tied = [s for s in better[1:] if shares[top] - shares[s] < 0.1 and [cand.get(s) for cand in candidates] != values]
     if tied:
         return IdReport(
             "ambiguous", current_label, None, unmatched_examples=unmatched, known_examples=examples,
@@ -275,7 +280,7 @@ def check_results(
 
     Examples
     --------
-    >>> qrels = {f"q{i}": {f"doc-{i}": 1} for i in range(30)}
+    >>> qrels = {f"q{i}": {f"doc-{i}": 1, f"doc-{i + 100}": 0} for i in range(30)}
     >>> results = [{"id": f"uuid-{i}", "metadata": {"source": f"doc-{i}"}} for i in range(30)]
     >>> r = check_results(results, qrels)
     >>> r.status, r.chosen
@@ -300,10 +305,9 @@ def check_results(
 def _sample_hits(run: Run, limit: int) -> list[Hit]:
     out: list[Hit] = []
     for qid in run:
-        for hit in run.hits(qid):
-            out.append(hit)
-            if len(out) >= limit:
-                return out
+        out.extend(run.hits(qid)[:SAMPLE_DEPTH])
+        if len(out) >= limit:
+            return out[:limit]
     return out
 
 
@@ -312,7 +316,8 @@ def check_run(
 ) -> IdReport:
     """Check a finished run's doc ids against a golden set; alternatives come from the hits' metadata.
 
-    Looks at the first ``sample`` hits in run order. See the module docstring for the rule.
+    Looks at the top 100 hits of queries in run order, ``sample`` hits at most. See the module docstring
+    for the rule.
     """
     hits = _sample_hits(run, sample)
     label = run.config.get("id_from") if isinstance(run.config.get("id_from"), str) else None

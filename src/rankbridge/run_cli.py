@@ -257,6 +257,7 @@ def _write(run: Run, output: Path) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from rankbridge.errors import RetrievalError
     from rankbridge.runner import run_retriever, summarize
 
     output = Path(args.output)
@@ -268,19 +269,28 @@ def _cmd_run(args: argparse.Namespace) -> int:
             shutil.copyfile(output, checkpoint)  # extend or repair a finished run
     elif checkpoint.exists():
         checkpoint.unlink()
-    run = run_retriever(
-        retriever,
-        queries,
-        k=args.k,
-        concurrency=args.concurrency,
-        timeout=args.timeout if args.timeout > 0 else None,
-        retries=args.retries,
-        checkpoint=checkpoint,
-        name=args.name or output.stem,
-        id_from=args.id_from,
-        keep_text=not args.no_text,
-        progress=not args.quiet,
-    )
+    try:
+        run = run_retriever(
+            retriever,
+            queries,
+            k=args.k,
+            concurrency=args.concurrency,
+            timeout=args.timeout if args.timeout > 0 else None,
+            retries=args.retries,
+            checkpoint=checkpoint,
+            name=args.name or output.stem,
+            id_from=args.id_from,
+            keep_text=not args.no_text,
+            progress=not args.quiet,
+            keep_going=args.keep_going,
+        )
+    except RetrievalError as exc:
+        failed_run = getattr(exc, "run", None)
+        if failed_run is None:
+            raise
+        print(summarize(failed_run))
+        print(f"rankbridge: {exc}\nrankbridge: nothing written; progress is in {checkpoint}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     summary = summarize(run)
     print(summary)
     if run.config.get("interrupted"):
@@ -293,7 +303,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     _write(run, output)
     with contextlib.suppress(OSError):
         checkpoint.unlink()
-    print(f"wrote {output} ({len(run.query_ids())} queries, k={args.k})")
+    print(f"wrote {output} ({len(run.query_ids())} queries, k={run.config['k']})")
     if run.errors:
         if output.suffix.lower() != ".jsonl":
             print(
@@ -317,7 +327,8 @@ def add_cli(subparsers: Any) -> None:
         "  a zero-argument function or class is called to build the retriever)\n"
         "QUERIES: a BEIR folder, a queries.jsonl (_id/id + text) or a TSV of id<TAB>text\n"
         "OUTPUT: .jsonl (hits with texts, latencies, errors) or any other name for a TREC run file\n"
-        "exit codes: 0 ok, 2 bad input, 3 written but some queries failed, 130 interrupted (use --resume)\n"
+        "exit codes: 0 ok, 2 bad input, 3 some queries failed (written), or the first ones all failed alike\n"
+        "  (stopped, nothing written; --keep-going runs every query), 130 interrupted (use --resume)\n"
         "examples:\n"
         "  rankbridge run app:retriever --queries data/scifact -k 10 -o bm25.jsonl\n"
         "  rankbridge run app.py:build_index() --queries queries.tsv -k 20 -o run.txt --concurrency 4\n"
@@ -326,10 +337,15 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("retriever", help="module:attr, path/file.py:attr or module:factory()")
     p.add_argument("--queries", required=True, help="BEIR folder, queries.jsonl or queries.tsv")
     p.add_argument("-o", "--output", required=True, help="run file to write (.jsonl or TREC)")
-    p.add_argument("-k", type=int, default=10, help="hits per query (default: 10)")
+    p.add_argument("-k", type=int, default=None, help="hits per query (default: the retriever's own setting, else 10)")
     p.add_argument("--concurrency", type=int, default=8, help="queries in flight at once (default: 8)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per attempt, 0 for none (default: 60)")
     p.add_argument("--retries", type=int, default=2, help="further attempts after an error or timeout (default: 2)")
+    p.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="run every query even when the first ones all fail with the same error (they score 0)",
+    )
     p.add_argument("--resume", action="store_true", help="continue an interrupted (or extend a finished .jsonl) run")
     p.add_argument("--split", default="test", help="BEIR qrels split whose queries to run (default: test)")
     p.add_argument("--name", help="the run's name (default: the output file's stem)")

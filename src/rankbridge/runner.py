@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import copy
 import json
 import math
 import os
@@ -53,7 +54,7 @@ from pathlib import Path
 from time import perf_counter
 from typing import IO, Any, Literal
 
-from rankbridge.errors import InputError, ParseError, RankbridgeError
+from rankbridge.errors import IdMismatchError, InputError, ParseError, RankbridgeError, RetrievalError
 from rankbridge.retriever import normalize_hits
 from rankbridge.types import GoldenSet, Hit, Query, Run, _check_id
 
@@ -63,6 +64,13 @@ Mode = Literal["auto", "async", "sync"]
 QueriesLike = GoldenSet | Mapping[Any, str] | Iterable[Query | tuple[Any, str]]
 
 FAILURE_KINDS = ("timeout", "error", "invalid result")
+#: The run stops (unless ``keep_going=True``) when its first this-many finished queries all failed alike.
+FAIL_FAST = 5
+#: Queries retrieved before the run to check that their doc ids are the ones the golden set judges.
+ID_PROBE = 5
+
+#: What the engines get from normalising one raw result: final hits, notes, and hits per other stage.
+Normalized = tuple[list[Hit], list[str], dict[str, list[Hit]]]
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -101,7 +109,8 @@ def _check_options(k: Any, concurrency: Any, timeout: Any, retries: Any, backoff
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise InputError(f"{name} must be an int >= {low}. Got {value!r} instead.")
 
-    _int("k", k, 1)
+    if k is not None:
+        _int("k", k, 1)
     _int("concurrency", concurrency, 1)
     _int("retries", retries, 0)
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
@@ -111,6 +120,10 @@ def _check_options(k: Any, concurrency: Any, timeout: Any, retries: Any, backoff
 
 
 # -- checkpoint ----------------------------------------------------------------------------------
+def _hits_of(items: list[dict[str, Any]]) -> list[Hit]:
+    return [Hit(h["doc_id"], h.get("score"), h.get("text"), h.get("metadata")) for h in items]
+
+
 def _hit_json(h: Hit) -> dict[str, Any]:
     d: dict[str, Any] = {"doc_id": h.doc_id}
     if h.score is not None:
@@ -166,9 +179,10 @@ def _load_checkpoint(
             if obj.get("error"):
                 run.add_error(qid, str(obj["error"]), latency=obj.get("latency"))
             else:
-                hits = [Hit(h["doc_id"], h.get("score"), h.get("text"), h.get("metadata")) for h in obj["hits"]]
-                run.add(qid, hits, latency=obj.get("latency"))
-        except (KeyError, TypeError, InputError) as exc:
+                run.add(qid, _hits_of(obj["hits"]), latency=obj.get("latency"))
+                for stage, items in (obj.get("stages") or {}).items():
+                    _stage_run(run, stage).add(qid, _hits_of(items), latency=obj.get("latency"))
+        except (KeyError, TypeError, AttributeError, InputError) as exc:
             raise ParseError(f"unusable run line ({exc})", source=src, line=i + 1) from None
         if obj.get("notes"):
             problems[qid] = list(obj["notes"])
@@ -182,6 +196,13 @@ def _load_checkpoint(
                     continue
                 out.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
     return resumed, rewrite
+
+
+def _stage_run(run: Run, stage: str) -> Run:
+    found = run.stages.get(stage)
+    if found is None:
+        found = run.stages[stage] = Run(name=f"{run.name}:{stage}", config={**run.config, "stage": stage})
+    return found
 
 
 # -- progress bar ----------------------------------------------------------------------------------
@@ -239,7 +260,7 @@ class _Recorder:
     def __init__(
         self,
         run: Run,
-        k: int,
+        k: int | None,
         retries: int,
         backoff: float,
         checkpoint: IO[str] | None,
@@ -247,7 +268,8 @@ class _Recorder:
         problems: dict[str, list[str]],
     ) -> None:
         self.run = run
-        self.k = k
+        self.k = k  # what each call asks for; None: as the retriever is configured
+        self.checkpoint_k = run.config.get("k")
         self.retries = retries
         self.backoff = backoff
         self.checkpoint = checkpoint
@@ -256,29 +278,41 @@ class _Recorder:
         self.lock = threading.Lock()
         self.closed = False
         self.failed = 0
+        self.succeeded = 0
+        self.keep_going = True
+        #: set when the run stopped early because its first queries all failed alike: (count, message)
+        self.aborted: tuple[int, str] | None = None
+        self._first_failures: Counter[str] = Counter()
 
     def _write(self, obj: dict[str, Any]) -> None:
         if self.checkpoint is not None:
             self.checkpoint.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
             self.checkpoint.flush()
 
-    def success(self, job: _Job, hits: list[Hit], notes: list[str], latency: float) -> None:
-        """Record hits (caller holds the lock)."""
+    def success(
+        self, job: _Job, hits: list[Hit], notes: list[str], stages: dict[str, list[Hit]], latency: float
+    ) -> None:
+        """Record hits, and the hits of other stages (caller holds the lock)."""
         if self.closed:
             return
         if job.errors:
             notes = [*notes, f"succeeded on attempt {job.attempt + 1} after: {'; '.join(job.errors)}"]
         try:
             self.run.add(job.qid, hits, latency=latency)
+            for stage, stage_hits in stages.items():
+                _stage_run(self.run, stage).add(job.qid, stage_hits, latency=latency)
         except InputError as exc:
             self._final(job, "invalid result", str(exc), latency)
             return
+        self.succeeded += 1
         if notes:
             self.problems[job.qid] = notes
         if self.checkpoint is not None:
             obj: dict[str, Any] = {"query_id": job.qid, "hits": [_hit_json(h) for h in self.run.hits(job.qid)]}
+            if stages:
+                obj["stages"] = {st: [_hit_json(h) for h in self.run.stages[st].hits(job.qid)] for st in stages}
             obj["latency"] = latency
-            obj["k"] = self.k
+            obj["k"] = self.checkpoint_k
             if notes:
                 obj["notes"] = notes
             self._write(obj)
@@ -301,8 +335,13 @@ class _Recorder:
         message = f"{kind}: {detail}" + (f" (after {attempts} attempts)" if attempts > 1 else "")
         self.run.add_error(job.qid, message, latency=latency)
         self.failed += 1
-        self._write({"query_id": job.qid, "hits": [], "error": message, "latency": latency, "k": self.k})
+        self._write({"query_id": job.qid, "hits": [], "error": message, "latency": latency, "k": self.checkpoint_k})
         self.bar.advance(self.failed)
+        if not self.keep_going and self.succeeded == 0:
+            self._first_failures[f"{kind}: {detail}"] += 1
+            if self.failed >= FAIL_FAST and len(self._first_failures) == 1:
+                self.aborted = (self.failed, f"{kind}: {detail}")
+                self.closed = True  # the engines stop taking queries; calls in flight are ignored
 
 
 def _describe(exc: BaseException) -> str:
@@ -324,8 +363,8 @@ class _Slot:
 class _SyncEngine:
     def __init__(
         self,
-        call: Callable[[str, int], Any],
-        normalize: Callable[[Any, int], tuple[list[Hit], list[str]]],
+        call: Callable[[str, int | None], Any],
+        normalize: Callable[[Any, int | None], Normalized],
         jobs: list[_Job],
         rec: _Recorder,
         concurrency: int,
@@ -373,7 +412,7 @@ class _SyncEngine:
             except Exception as e:
                 exc = e
             latency = perf_counter() - t0
-            result: tuple[list[Hit], list[str]] | None = None
+            result: Normalized | None = None
             bad: BaseException | None = None
             if exc is None:
                 try:
@@ -391,7 +430,7 @@ class _SyncEngine:
                 elif bad is not None:
                     rec.failure(job, "invalid result", _describe(bad), latency, retryable=False)
                 elif result is not None:
-                    rec.success(job, result[0], result[1], latency)
+                    rec.success(job, *result, latency)
 
     def run(self) -> None:
         try:
@@ -443,8 +482,8 @@ else:  # pragma: no cover - Python 3.10
 
 
 async def _run_async(
-    acall: Callable[[str, int], Awaitable[Any]],
-    normalize: Callable[[Any, int], tuple[list[Hit], list[str]]],
+    acall: Callable[[str, int | None], Awaitable[Any]],
+    normalize: Callable[[Any, int | None], Normalized],
     jobs: list[_Job],
     rec: _Recorder,
     concurrency: int,
@@ -500,13 +539,13 @@ async def _run_async(
                         pending.appendleft(job)
                 continue
             try:
-                hits, notes = normalize(raw, k)
+                hits, notes, stages = normalize(raw, k)
             except Exception as e:
                 with lock:
                     rec.failure(job, "invalid result", _describe(e), latency, retryable=False)
                 continue
             with lock:
-                rec.success(job, hits, notes, latency)
+                rec.success(job, hits, notes, stages, latency)
 
     async def police() -> None:
         assert timeout is not None
@@ -582,14 +621,29 @@ class _Prepared:
     retriever: Any
     checkpoint_fh: IO[str] | None
     bar: _Bar
+    golden: GoldenSet | None
+    check_ids: bool
+    explicit_id_from: bool
     problems: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _call_k(r: Any, k: int | None) -> tuple[int | None, int | None, int]:
+    """(k passed to each call, the retriever's own setting, the k the run records)."""
+    from rankbridge.adapters import DEFAULT_K, AdapterBase
+
+    configured = r.configured_k if isinstance(r, AdapterBase) else None
+    if k is not None:
+        return k, configured, k
+    if configured is not None:
+        return None, configured, configured
+    return DEFAULT_K, None, DEFAULT_K
 
 
 def _prepare(
     retriever: Any,
     queries: Any,
     *,
-    k: int,
+    k: int | None,
     concurrency: int,
     timeout: float | None,
     retries: int,
@@ -602,34 +656,43 @@ def _prepare(
     id_from: Any,
     doc_map: Any,
     keep_text: bool,
+    keep_going: bool,
+    check_ids: bool,
 ) -> _Prepared:
-    from rankbridge.adapters import adapt
+    from rankbridge.adapters import AdapterBase, adapt
 
     _check_options(k, concurrency, timeout, retries, backoff)
     if mode not in ("auto", "async", "sync"):
         raise InputError(f"mode must be 'auto', 'async' or 'sync'. Got {mode!r} instead.")
     items = _as_queries(queries)
     r = adapt(retriever, id_from=id_from, doc_map=doc_map, keep_text=keep_text)
+    if isinstance(r, AdapterBase) and r is retriever:
+        r = copy.copy(r)  # an id source found by the probe must not change the caller's adapter
     chosen = mode if mode != "auto" else ("async" if getattr(r, "native_async", False) else "sync")
     run_name = name or getattr(r, "name", None) or type(r).__name__
+    call_k, configured_k, run_k = _call_k(r, k)
     run = Run(
         name=str(run_name),
         config={
             "retriever": f"{type(r).__name__}({getattr(r, 'name', '')})",
-            "k": k,
+            "k": run_k,
+            "k_requested": k,
+            "configured_k": configured_k,
             "concurrency": concurrency,
             "timeout": timeout,
             "retries": retries,
             "mode": chosen,
         },
     )
+    if isinstance(r, AdapterBase):
+        run.config["id_from"] = _id_label(r.id_from)
     problems: dict[str, list[str]] = {}
     resumed = 0
     fh: IO[str] | None = None
     if checkpoint is not None:
         path = Path(checkpoint)
         if path.exists() and path.stat().st_size > 0:
-            resumed, _ = _load_checkpoint(path, k, {q for q, _ in items}, retry_failed, run, problems)
+            resumed, _ = _load_checkpoint(path, run_k, {q for q, _ in items}, retry_failed, run, problems)
         path.parent.mkdir(parents=True, exist_ok=True)
         fh = open(path, "a", encoding="utf-8")  # closed in _finish
         run.config["checkpoint"] = str(path)
@@ -637,22 +700,109 @@ def _prepare(
     done = set(run.query_ids())
     jobs = [_Job(q, t) for q, t in items if q not in done]
     bar = _Bar(progress and bool(jobs), len(items), len(items) - len(jobs), str(run_name))
-    rec = _Recorder(run, k, retries, backoff, fh, bar, problems)
-    return _Prepared(run, jobs, rec, chosen, r, fh, bar, problems)
+    rec = _Recorder(run, call_k, retries, backoff, fh, bar, problems)
+    rec.keep_going = keep_going
+    golden = queries if isinstance(queries, GoldenSet) else None
+    return _Prepared(run, jobs, rec, chosen, r, fh, bar, golden, check_ids, id_from is not None, problems)
 
 
-def _calls(p: _Prepared) -> tuple[Any, Callable[[Any, int], tuple[list[Hit], list[str]]]]:
+def _id_label(specs: tuple[Any, ...]) -> str | list[str]:
+    from rankbridge.retriever import _spec_name
+
+    names = [_spec_name(s) for s in specs]
+    return names[0] if len(names) == 1 else names
+
+
+def _calls(p: _Prepared) -> tuple[Any, Callable[[Any, int | None], Normalized]]:
     from rankbridge.adapters import AdapterBase
 
     r = p.retriever
-    keep_text = True
     if isinstance(r, AdapterBase):
-        return (r._acall if p.mode == "async" else r._call), r._normalize
+        return (r._acall if p.mode == "async" else r._call), r._normalize_staged
 
-    def normalize(raw: Any, k: int) -> tuple[list[Hit], list[str]]:
-        return normalize_hits(raw, k=k, keep_text=keep_text)
+    def normalize(raw: Any, k: int | None) -> Normalized:
+        hits, notes = normalize_hits(raw, k=k if k is not None else 1 << 62, keep_text=True)
+        return hits, notes, {}
 
     return (r.aretrieve if p.mode == "async" else r.retrieve), normalize
+
+
+# -- the id probe: are the retrieved ids the ones the golden set judges? ------------------------------
+def _probe_jobs(p: _Prepared) -> list[_Job]:
+    from rankbridge.adapters import AdapterBase
+
+    if p.golden is None or not p.check_ids or not isinstance(p.retriever, AdapterBase):
+        return []
+    return p.jobs[:ID_PROBE]
+
+
+def _raw_results(raw: Any) -> list[Any]:
+    from rankbridge.adapters import Staged
+
+    if isinstance(raw, Staged):
+        raw = raw.final
+    return list(raw) if isinstance(raw, (list, tuple)) else []
+
+
+def _apply_probe(p: _Prepared, raws: list[Any]) -> None:
+    """Decide the id source from the probe's raw results; raise before the run when nothing matches."""
+    from rankbridge.idmatch import check_results
+
+    assert p.golden is not None
+    r = p.retriever
+    results = [item for raw in raws for item in _raw_results(raw)]
+    report = check_results(results, p.golden, id_from=r.id_from)
+    if report.status in ("ok", "unchecked"):
+        return
+    if report.status == "resolved" and not p.explicit_id_from:
+        assert report.chosen is not None
+        r.id_from = (report.chosen,)
+        p.run.config["id_from"] = report.chosen
+        p.run.config["id_resolution"] = {
+            "from": report.current,
+            "to": report.chosen,
+            "auto": True,
+            "shares": {s: round(v, 4) for s, v in report.shares.items()},
+            "probe_queries": len(raws),
+            "message": report.message(),
+        }
+        return
+    hint = f" Pass id_from={report.chosen!r}." if report.status == "resolved" else ""
+    raise IdMismatchError(
+        f"run_retriever: the retrieved doc ids do not match the golden set {p.golden.name!r} (checked on the first "
+        f"{len(raws)} queries, before the run): {report.message()}{hint} (check_ids=False runs anyway.)",
+        suggestion=report.chosen,
+        report=report,
+    )
+
+
+def _probe_sync(p: _Prepared, call: Callable[[str, int | None], Any], timeout: float | None) -> None:
+    jobs = _probe_jobs(p)
+    if not jobs:
+        return
+    raws: list[Any] = []
+    pool = concurrent.futures.ThreadPoolExecutor(min(len(jobs), 8), "rankbridge-probe")
+    try:
+        futures = [pool.submit(call, job.text, p.rec.k) for job in jobs]
+        for f in futures:
+            with contextlib.suppress(Exception):  # a failing query fails again in the run proper
+                raws.append(f.result(timeout=timeout))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    _apply_probe(p, raws)
+
+
+async def _probe_async(p: _Prepared, acall: Callable[[str, int | None], Awaitable[Any]], timeout: float | None) -> None:
+    jobs = _probe_jobs(p)
+    if not jobs:
+        return
+
+    async def one(text: str) -> Any:
+        aw = acall(text, p.rec.k)
+        return await (aw if timeout is None else asyncio.wait_for(aw, timeout))
+
+    got = await asyncio.gather(*(one(job.text) for job in jobs), return_exceptions=True)
+    _apply_probe(p, [g for g in got if not isinstance(g, BaseException)])
 
 
 def _finish(p: _Prepared, interrupted: bool, total: int) -> Run:
@@ -667,17 +817,62 @@ def _finish(p: _Prepared, interrupted: bool, total: int) -> Run:
         run.config["failures"] = dict(failures)
         run.config["problems"] = dict(p.problems)
         unfinished = total - len(run.query_ids())
-        if interrupted or unfinished:
+        if p.rec.aborted is not None:
+            run.config["aborted"] = p.rec.aborted[1]
+        elif interrupted or unfinished:
             run.config["interrupted"] = True
+        if interrupted or unfinished:
             run.config["unfinished"] = unfinished
+    for stage in run.stages.values():
+        stage.config.update({key: run.config[key] for key in ("failures", "problems") if key in run.config})
     return run
+
+
+def _check_outcome(p: _Prepared, run: Run) -> Run:
+    """Refuse a run that mostly failed alike, or whose ids match nothing the golden set knows."""
+    if p.rec.aborted is not None:
+        count, message = p.rec.aborted
+        err = RetrievalError(
+            f"run_retriever: the first {count} queries all failed with the same error, so the run was stopped "
+            f"(pass keep_going=True to run every query anyway): {message}"
+        )
+        err.run = run  # type: ignore[attr-defined]
+        raise err
+    if not p.rec.keep_going and run.errors:
+        kind, n = Counter(_same_error(m) for m in run.errors.values()).most_common(1)[0]
+        if n >= FAIL_FAST and n > len(run.query_ids()) / 2:
+            err = RetrievalError(
+                f"run_retriever: {n} of {len(run.query_ids())} queries failed with the same error (pass "
+                f"keep_going=True to keep such a run; it is on this exception's .run): {kind}"
+            )
+            err.run = run  # type: ignore[attr-defined]
+            raise err
+    if p.golden is not None and p.check_ids:
+        from rankbridge.idmatch import check_run
+
+        report = check_run(run, p.golden)
+        if not report.ok:
+            raise IdMismatchError(
+                f"run_retriever: the run's doc ids do not match the golden set {p.golden.name!r}: "
+                f"{report.message()} (the run is on this exception's .run; check_ids=False keeps it.)",
+                suggestion=report.chosen,
+                report=report,
+                run=run,
+            )
+    return run
+
+
+def _same_error(message: str) -> str:
+    """A failure message without its attempt count, so that the same error on two queries compares equal."""
+    cut = message.rfind(" (after ")
+    return message[:cut] if cut > 0 and message.endswith(" attempts)") else message
 
 
 def run_retriever(
     retriever: Any,
     queries: QueriesLike,
     *,
-    k: int = 10,
+    k: int | None = None,
     concurrency: int = 8,
     timeout: float | None = 60.0,
     retries: int = 2,
@@ -690,6 +885,8 @@ def run_retriever(
     id_from: Any = None,
     doc_map: Mapping[str, str] | Callable[[str], str | None] | None = None,
     keep_text: bool = True,
+    keep_going: bool = False,
+    check_ids: bool = True,
 ) -> Run:
     """Retrieve the top ``k`` for every query and return them as a :class:`~rankbridge.Run`.
 
@@ -698,11 +895,17 @@ def run_retriever(
     retriever:
         A LlamaIndex retriever / index / query engine, a LangChain retriever / vector store, a function
         ``f(query, k)``, or a :class:`~rankbridge.retriever.Retriever` (see :func:`rankbridge.adapt`).
+        A query engine is scored on the list it hands its LLM (after its node postprocessors and
+        rerankers); the retriever's own list is kept in ``run.stages["retrieved"]``.
     queries:
         A :class:`~rankbridge.GoldenSet`, a list of :class:`~rankbridge.Query` (or ``(id, text)`` pairs),
-        or ``{query_id: text}``.
+        or ``{query_id: text}``. With a golden set, the doc ids are checked against its corpus and qrels
+        (see ``check_ids``).
     k:
-        Hits per query; a longer list is cut (and noted).
+        Hits per query. ``None`` (default) keeps the retriever's own setting (``similarity_top_k``,
+        ``k``, ``search_kwargs["k"]``); objects without one get 10. An explicit ``k`` is applied to a copy
+        of the retriever (the object you passed is never changed). ``run.config`` records ``k`` (the
+        depth used), ``k_requested`` and ``configured_k``.
     concurrency:
         Calls in flight at once.
     timeout:
@@ -724,13 +927,31 @@ def run_retriever(
         ``"async"`` or ``"sync"``.
     id_from, doc_map, keep_text:
         Doc-id resolution for objects the runner wraps (see :mod:`rankbridge.retriever`).
+    keep_going:
+        ``False`` (default): when the first 5 queries to finish all failed with the same error, stop and
+        raise :class:`~rankbridge.RetrievalError` with that error; also raise when more than half the
+        queries (and at least 5) failed with one error (the run is on the exception's ``.run``). ``True``: run every query
+        and record the failures (they score 0).
+    check_ids:
+        With a golden set: retrieve the first 5 queries before the run and check that the doc ids are
+        ones the golden set knows (:mod:`rankbridge.idmatch`). When they are not and ``id_from`` was not
+        given, an id source of the results that does match (``ref_doc_id``, ``metadata:KEY``) is used and
+        recorded in ``run.config["id_resolution"]``; otherwise :class:`~rankbridge.IdMismatchError` is
+        raised naming the ``id_from=`` to pass. The finished run is checked again. ``False`` skips both.
 
     Returns
     -------
     Run
         Hits in the order the retriever returned them, per-query latency (seconds, of the last attempt),
-        errors, and ``config`` with the settings, ``failures`` (kind -> count), ``problems``
-        (qid -> notes), ``resumed`` and, after Ctrl-C, ``interrupted``/``unfinished``.
+        errors, other stages in ``run.stages``, and ``config`` with the settings, ``failures`` (kind ->
+        count), ``problems`` (qid -> notes), ``resumed`` and, after Ctrl-C, ``interrupted``/``unfinished``.
+
+    Raises
+    ------
+    IdMismatchError
+        The doc ids match nothing the golden set knows (see ``check_ids``).
+    RetrievalError
+        The queries failed alike (see ``keep_going``).
 
     Examples
     --------
@@ -744,7 +965,7 @@ def run_retriever(
     p = _prepare(
         retriever, queries, k=k, concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
         progress=progress, checkpoint=checkpoint, retry_failed=retry_failed, name=name, mode=mode,
-        id_from=id_from, doc_map=doc_map, keep_text=keep_text,
+        id_from=id_from, doc_map=doc_map, keep_text=keep_text, keep_going=keep_going, check_ids=check_ids,
     )  # fmt: skip
     total = len(p.jobs) + p.run.config["resumed"]
     interrupted = False
@@ -753,24 +974,28 @@ def run_retriever(
         if not p.jobs:
             pass
         elif p.mode == "async":
-            interrupted = _run_async_in_thread(
-                lambda: _run_async(call, normalize, p.jobs, p.rec, concurrency, timeout), p.rec, concurrency
-            )
+
+            async def main() -> None:
+                await _probe_async(p, call, timeout)
+                await _run_async(call, normalize, p.jobs, p.rec, concurrency, timeout)
+
+            interrupted = _run_async_in_thread(main, p.rec, concurrency)
         else:
             try:
+                _probe_sync(p, call, timeout)
                 _SyncEngine(call, normalize, p.jobs, p.rec, concurrency, timeout).run()
             except KeyboardInterrupt:
                 interrupted = True
     finally:
         run = _finish(p, interrupted, total)
-    return run
+    return _check_outcome(p, run)
 
 
 async def arun_retriever(
     retriever: Any,
     queries: QueriesLike,
     *,
-    k: int = 10,
+    k: int | None = None,
     concurrency: int = 8,
     timeout: float | None = 60.0,
     retries: int = 2,
@@ -783,6 +1008,8 @@ async def arun_retriever(
     id_from: Any = None,
     doc_map: Mapping[str, str] | Callable[[str], str | None] | None = None,
     keep_text: bool = True,
+    keep_going: bool = False,
+    check_ids: bool = True,
 ) -> Run:
     """Async :func:`run_retriever`, on the caller's event loop (same parameters and result).
 
@@ -804,7 +1031,7 @@ async def arun_retriever(
     p = _prepare(
         retriever, queries, k=k, concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
         progress=progress, checkpoint=checkpoint, retry_failed=retry_failed, name=name, mode=mode,
-        id_from=id_from, doc_map=doc_map, keep_text=keep_text,
+        id_from=id_from, doc_map=doc_map, keep_text=keep_text, keep_going=keep_going, check_ids=check_ids,
     )  # fmt: skip
     total = len(p.jobs) + p.run.config["resumed"]
     call, normalize = _calls(p)
@@ -812,16 +1039,22 @@ async def arun_retriever(
         if not p.jobs:
             pass
         elif p.mode == "async":
+            await _probe_async(p, call, timeout)
             await _run_async(call, normalize, p.jobs, p.rec, concurrency, timeout)
         else:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, _probe_sync, p, call, timeout)
             engine = _SyncEngine(call, normalize, p.jobs, p.rec, concurrency, timeout)
-            await asyncio.get_running_loop().run_in_executor(None, engine.run)
+            await loop.run_in_executor(None, engine.run)
     except asyncio.CancelledError:
         with p.rec.lock:
             p.rec.closed = True
         _finish(p, True, total)
         raise
-    return _finish(p, False, total)
+    except BaseException:
+        _finish(p, False, total)
+        raise
+    return _check_outcome(p, _finish(p, False, total))
 
 
 # -- summary ---------------------------------------------------------------------------------------

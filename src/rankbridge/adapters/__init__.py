@@ -21,7 +21,7 @@ import builtins
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rankbridge.adapters._base import AdapterBase
+from rankbridge.adapters._base import DEFAULT_K, AdapterBase, Staged
 from rankbridge.adapters.callable import CallableRetriever
 from rankbridge.adapters.langchain import LangChainRetriever
 from rankbridge.adapters.llamaindex import LlamaIndexRetriever
@@ -31,7 +31,15 @@ from rankbridge.retriever import IdSpec, Retriever
 # ``callable`` here would be the submodule rankbridge.adapters.callable, not the builtin.
 _callable = builtins.callable
 
-__all__ = ["AdapterBase", "CallableRetriever", "LangChainRetriever", "LlamaIndexRetriever", "adapt"]
+__all__ = [
+    "DEFAULT_K",
+    "AdapterBase",
+    "CallableRetriever",
+    "LangChainRetriever",
+    "LlamaIndexRetriever",
+    "Staged",
+    "adapt",
+]
 
 _ACCEPTS = (
     "a LlamaIndex BaseRetriever, index or query engine; a LangChain BaseRetriever or VectorStore; "
