@@ -930,8 +930,8 @@ def run_retriever(
     keep_going:
         ``False`` (default): when the first 5 queries to finish all failed with the same error, stop and
         raise :class:`~rankbridge.RetrievalError` with that error; also raise when more than half the
-        queries (and at least 5) failed with one error (the run is on the exception's ``.run``). ``True``: run every query
-        and record the failures (they score 0).
+        queries (and at least 5) failed with one error (the run is on the exception's ``.run``).
+        ``True``: run every query and record the failures (they score 0).
     check_ids:
         With a golden set: retrieve the first 5 queries before the run and check that the doc ids are
         ones the golden set knows (:mod:`rankbridge.idmatch`). When they are not and ``id_from`` was not
