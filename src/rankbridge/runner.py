@@ -829,16 +829,27 @@ def _finish(p: _Prepared, interrupted: bool, total: int) -> Run:
 
 
 def _check_outcome(p: _Prepared, run: Run) -> Run:
+    return _refuse_suspicious(run, p.golden, check_ids=p.check_ids, keep_going=p.rec.keep_going, aborted=p.rec.aborted)
+
+
+def _refuse_suspicious(
+    run: Run,
+    golden: GoldenSet | None,
+    *,
+    check_ids: bool,
+    keep_going: bool,
+    aborted: tuple[int, str] | None = None,
+) -> Run:
     """Refuse a run that mostly failed alike, or whose ids match nothing the golden set knows."""
-    if p.rec.aborted is not None:
-        count, message = p.rec.aborted
+    if aborted is not None:
+        count, message = aborted
         err = RetrievalError(
             f"run_retriever: the first {count} queries all failed with the same error, so the run was stopped "
             f"(pass keep_going=True to run every query anyway): {message}"
         )
         err.run = run  # type: ignore[attr-defined]
         raise err
-    if not p.rec.keep_going and run.errors:
+    if not keep_going and run.errors:
         kind, n = Counter(_same_error(m) for m in run.errors.values()).most_common(1)[0]
         if n >= FAIL_FAST and n > len(run.query_ids()) / 2:
             err = RetrievalError(
@@ -847,19 +858,29 @@ def _check_outcome(p: _Prepared, run: Run) -> Run:
             )
             err.run = run  # type: ignore[attr-defined]
             raise err
-    if p.golden is not None and p.check_ids:
+    if golden is not None and check_ids:
         from rankbridge.idmatch import check_run
 
-        report = check_run(run, p.golden)
+        report = check_run(run, golden)
         if not report.ok:
             raise IdMismatchError(
-                f"run_retriever: the run's doc ids do not match the golden set {p.golden.name!r}: "
+                f"run_retriever: the run's doc ids do not match the golden set {golden.name!r}: "
                 f"{report.message()} (the run is on this exception's .run; check_ids=False keeps it.)",
                 suggestion=report.chosen,
                 report=report,
                 run=run,
             )
     return run
+
+
+def _check_app_options(checkpoint: Any, mode: Any, retries: Any) -> None:
+    """Options of the retriever runner that an app run (:func:`rankbridge.apps.run_app`) cannot honour."""
+    if checkpoint is not None:
+        raise InputError("checkpoint= resumes retriever runs; an app (chain, agent, chat engine) has no checkpoint")
+    if mode != "auto":
+        raise InputError(f"mode={mode!r} applies to retrievers; an app is called the way it is built")
+    if retries is not None:
+        raise InputError("retries= applies to retrievers; an app's call is not retried (its LLM may have side effects)")
 
 
 def _same_error(message: str) -> str:
@@ -875,7 +896,7 @@ def run_retriever(
     k: int | None = None,
     concurrency: int = 8,
     timeout: float | None = 60.0,
-    retries: int = 2,
+    retries: int | None = None,
     backoff: float = 0.5,
     progress: bool = True,
     checkpoint: str | os.PathLike[str] | None = None,
@@ -896,7 +917,11 @@ def run_retriever(
         A LlamaIndex retriever / index / query engine, a LangChain retriever / vector store, a function
         ``f(query, k)``, or a :class:`~rankbridge.retriever.Retriever` (see :func:`rankbridge.adapt`).
         A query engine is scored on the list it hands its LLM (after its node postprocessors and
-        rerankers); the retriever's own list is kept in ``run.stages["retrieved"]``.
+        rerankers); the retriever's own list is kept in ``run.stages["retrieved"]``. An application that
+        answers -- a chat engine, an LCEL chain, an agent, a function ``f(question)`` -- is asked every
+        question and scored on the retrievals captured while it answered, its answers kept in
+        ``run.answers`` (see :func:`rankbridge.apps.run_app`, which also says what happens when a question
+        makes several retrievals).
     queries:
         A :class:`~rankbridge.GoldenSet`, a list of :class:`~rankbridge.Query` (or ``(id, text)`` pairs),
         or ``{query_id: text}``. With a golden set, the doc ids are checked against its corpus and qrels
@@ -911,7 +936,8 @@ def run_retriever(
     timeout:
         Seconds one attempt may take (``None``: no limit).
     retries:
-        Further attempts after an exception or a timeout (an invalid result is not retried).
+        Further attempts after an exception or a timeout (an invalid result is not retried); ``None``
+        (default) is 2.
     backoff:
         Seconds before the first retry; doubled for each further one.
     progress:
@@ -962,8 +988,19 @@ def run_retriever(
     >>> run.ranking("q1"), run.ranking("q2"), sorted(run.latency)
     (['d1', 'd2'], [], ['q1', 'q2'])
     """
+    from rankbridge.apps import is_app, run_app
+
+    if is_app(retriever):
+        _check_app_options(checkpoint, mode, retries)
+        run = run_app(
+            retriever, queries, concurrency=concurrency, timeout=timeout, name=name, id_from=id_from,
+            doc_map=doc_map, keep_text=keep_text, progress=progress, k=k,
+        )  # fmt: skip
+        golden = queries if isinstance(queries, GoldenSet) else None
+        return _refuse_suspicious(run, golden, check_ids=check_ids, keep_going=keep_going)
     p = _prepare(
-        retriever, queries, k=k, concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
+        retriever, queries, k=k, concurrency=concurrency, timeout=timeout, retries=2 if retries is None else retries,
+        backoff=backoff,
         progress=progress, checkpoint=checkpoint, retry_failed=retry_failed, name=name, mode=mode,
         id_from=id_from, doc_map=doc_map, keep_text=keep_text, keep_going=keep_going, check_ids=check_ids,
     )  # fmt: skip
@@ -998,7 +1035,7 @@ async def arun_retriever(
     k: int | None = None,
     concurrency: int = 8,
     timeout: float | None = 60.0,
-    retries: int = 2,
+    retries: int | None = None,
     backoff: float = 0.5,
     progress: bool = True,
     checkpoint: str | os.PathLike[str] | None = None,
@@ -1028,8 +1065,19 @@ async def arun_retriever(
     >>> run.ranking("q1")
     ['d1', 'd2']
     """
+    from rankbridge.apps import arun_app, is_app
+
+    if is_app(retriever):
+        _check_app_options(checkpoint, mode, retries)
+        run = await arun_app(
+            retriever, queries, concurrency=concurrency, timeout=timeout, name=name, id_from=id_from,
+            doc_map=doc_map, keep_text=keep_text, progress=progress, k=k,
+        )  # fmt: skip
+        golden = queries if isinstance(queries, GoldenSet) else None
+        return _refuse_suspicious(run, golden, check_ids=check_ids, keep_going=keep_going)
     p = _prepare(
-        retriever, queries, k=k, concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
+        retriever, queries, k=k, concurrency=concurrency, timeout=timeout, retries=2 if retries is None else retries,
+        backoff=backoff,
         progress=progress, checkpoint=checkpoint, retry_failed=retry_failed, name=name, mode=mode,
         id_from=id_from, doc_map=doc_map, keep_text=keep_text, keep_going=keep_going, check_ids=check_ids,
     )  # fmt: skip
