@@ -13,26 +13,38 @@ thread pool to call it from async code.
 Passing a golden-set query id: ``chain.invoke(q, config={"metadata": {"rankbridge_query_id": "q7"}})``,
 a tag ``"rankbridge_query_id=q7"``, or ``with rankbridge.callbacks.query_id("q7"):`` around the call.
 
+Handlers passed by hand
+-----------------------
+An app that already passes ``config={"callbacks": [...]}`` can add a handler of its own instead of a
+process-wide :func:`rankbridge.callbacks.capture`; it records the retrievals of the runs it is given to (and
+of their child runs), and reads them back with the same query matching as ``capture()``:
+:meth:`~RankbridgeCallbackHandler.to_run` (a :class:`~rankbridge.Run`), :meth:`~RankbridgeCallbackHandler.summary`,
+:meth:`~RankbridgeCallbackHandler.as_capture` (every other reading of :class:`~rankbridge.callbacks.Capture`:
+``records``, ``unmatched``, ``judge``, ``write_trec``...).
+
 Examples
 --------
 With langchain-core installed (not run here)::
 
-    from rankbridge.callbacks import Recorder
     from rankbridge.callbacks.langchain import RankbridgeCallbackHandler
 
-    handler = RankbridgeCallbackHandler(Recorder(id_from="metadata:doc_id"))
-    chain.invoke("what causes scurvy?", config={"callbacks": [handler]})
-    handler.recorder.records[0].retrieved
+    handler = RankbridgeCallbackHandler(id_from="metadata:doc_id")
+    for qid, question in golden.texts().items():
+        chain.invoke(question, config={"callbacks": [handler], "metadata": {"rankbridge_query_id": qid}})
+    run = handler.to_run(golden)                  # final lists; to_run(golden, stage="retrieved") too
+    rankbridge.evaluate(golden.qrels, run, ["ndcg@10"])
+    handler.summary(golden)                       # matched by id / by text, unmatched, missing, errors
 """
 
 from __future__ import annotations
 
+import inspect
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import CodeType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
@@ -47,6 +59,12 @@ from rankbridge.callbacks._recorder import (
     guarded,
     small_tags,
 )
+from rankbridge.errors import InputError
+
+if TYPE_CHECKING:
+    from rankbridge.callbacks import Capture
+    from rankbridge.retriever import IdSpec
+    from rankbridge.types import GoldenSet, Query, Run
 
 __all__ = ["RankbridgeAsyncCallbackHandler", "RankbridgeCallbackHandler", "attach"]
 
@@ -186,14 +204,92 @@ class _HandlerSettings:
     _recorder: Recorder
     _tap: _Tap
 
-    def __init__(self, recorder: Recorder | None = None, *, trace: bool = True) -> None:
-        self._recorder = recorder if recorder is not None else Recorder()
+    def __init__(
+        self,
+        recorder: Recorder | None = None,
+        *,
+        trace: bool = True,
+        id_from: IdSpec | None = None,
+        doc_map: Mapping[str, str] | Callable[[str], str | None] | None = None,
+        keep_text: bool = True,
+    ) -> None:
+        if recorder is None:
+            recorder = Recorder(id_from=id_from, doc_map=doc_map, keep_text=keep_text)
+        elif id_from is not None or doc_map is not None or keep_text is not True:
+            raise InputError(
+                "id_from, doc_map and keep_text configure the handler's own Recorder: give them to the Recorder "
+                "you pass, or pass no recorder"
+            )
+        self._recorder = recorder
         self._tap = _Tap(self._recorder, trace=trace)
 
     @property
     def recorder(self) -> Recorder:
         """The recorder this handler writes to."""
         return self._recorder
+
+    # -- reading what the handler recorded (never called by LangChain) ----------------------------
+    def as_capture(
+        self, golden: GoldenSet | Iterable[Query] | Mapping[str, str] | None = None, *, name: str = "callbacks"
+    ) -> Capture:
+        """A :class:`~rankbridge.callbacks.Capture` reading this handler's records, with ``capture()``'s matching.
+
+        It attaches to no framework (its ``start()`` does nothing): the handler records only where the app
+        passes it. Use it for what :meth:`to_run` and :meth:`summary` do not give: ``records``, ``queries``,
+        ``unmatched``, ``judge``, ``write_trec``, ``write_jsonl``.
+        """
+        return _view(self._recorder, golden, name)
+
+    def to_run(
+        self,
+        golden: GoldenSet | Iterable[Query] | Mapping[str, str] | None = None,
+        *,
+        stage: Literal["final", "retrieved"] = "final",
+        name: str | None = None,
+        repeats: Literal["first", "last"] = "first",
+        **options: Any,
+    ) -> Run:
+        """The retrievals recorded so far as a ranked :class:`~rankbridge.Run`, one entry per query id.
+
+        Exactly :meth:`rankbridge.callbacks.Capture.to_run` over this handler's records: a retrieval is matched
+        to a golden query by the id the app passed (``config={"metadata": {"rankbridge_query_id": qid}}``, a
+        ``"rankbridge_query_id=qid"`` tag, or ``rankbridge.callbacks.query_id(qid)`` around the call), else by
+        normalised text; an unmatched query keeps :func:`~rankbridge.callbacks.query_key` of its text.
+
+        Parameters
+        ----------
+        golden:
+            The golden set (a :class:`~rankbridge.GoldenSet`, a list of :class:`~rankbridge.Query`, or
+            ``{query_id: text}``); ``None`` keeps the ids the app passed and names other queries by their text.
+        stage:
+            ``"final"`` (the list the app used, after a compressor or reranker retriever) or ``"retrieved"``
+            (the inner retriever's own list).
+        name:
+            The run's name (default ``"callbacks"``).
+        repeats:
+            ``"first"`` or ``"last"``: which retrieval of a query asked more than once makes its entry.
+        options:
+            Further keywords of :meth:`rankbridge.callbacks.Capture.to_run`.
+
+        Returns
+        -------
+        Run
+            ``run.config["source"]`` is ``"callbacks"``.
+        """
+        run = _view(self._recorder, golden, name or "callbacks").to_run(stage=stage, repeats=repeats, **options)
+        run.config.update({"source": "callbacks", "frameworks": ["langchain"]})
+        return run
+
+    def summary(self, golden: GoldenSet | Iterable[Query] | Mapping[str, str] | None = None) -> dict[str, Any]:
+        """:meth:`rankbridge.callbacks.Capture.summary` of this handler's records (matched, unmatched, missing,
+        errors, dropped...)."""
+        out = _view(self._recorder, golden, "callbacks").summary()
+        out["frameworks"] = ["langchain"]
+        return out
+
+    def clear(self) -> None:
+        """Forget every record and reset the counters (before the next batch of questions, say)."""
+        self._recorder.clear()
 
     # events we never need: LangChain skips the call entirely
     @property
@@ -226,6 +322,17 @@ class _HandlerSettings:
         return not (self._tap.trace and self._recorder.enabled)
 
 
+def _view(recorder: Recorder, golden: Any, name: str) -> Capture:
+    """A capture that attaches to nothing and reads ``recorder`` (a golden set's ids are checked as by capture())."""
+    from rankbridge.callbacks import Capture, QueryMatcher
+    from rankbridge.types import GoldenSet
+
+    options: dict[str, Any] = {}
+    if isinstance(golden, GoldenSet) and "golden" in inspect.signature(Capture).parameters:
+        options["golden"] = golden
+    return Capture(recorder, QueryMatcher(golden), frameworks=(), name=name, **options)
+
+
 class RankbridgeCallbackHandler(_HandlerSettings, BaseCallbackHandler):
     """A LangChain callback handler that records retrievals into a :class:`~rankbridge.callbacks.Recorder`.
 
@@ -239,6 +346,17 @@ class RankbridgeCallbackHandler(_HandlerSettings, BaseCallbackHandler):
     trace:
         Follow chain and tool runs to give each retrieval the id of its outermost run (``trace_id``).
         ``False`` skips those events (less overhead on long chains; ``trace_id`` is then ``None``).
+    id_from, doc_map, keep_text:
+        How results become hits when the records are read (see :func:`rankbridge.callbacks.capture`); they
+        configure the handler's own recorder, so they cannot be combined with ``recorder``.
+
+    Examples
+    --------
+    >>> handler = RankbridgeCallbackHandler(id_from="metadata:doc_id")
+    >>> len(handler.to_run({"q1": "What causes scurvy?"})), handler.summary()["missing"]
+    (0, [])
+    >>> handler.summary({"q1": "What causes scurvy?"})["missing"]
+    ['q1']
     """
 
     run_inline = True
@@ -338,8 +456,9 @@ class RankbridgeAsyncCallbackHandler(_HandlerSettings, AsyncCallbackHandler):
     ----------
     recorder:
         Where records go; a new default :class:`~rankbridge.callbacks.Recorder` when omitted.
-    trace:
-        As for :class:`RankbridgeCallbackHandler`.
+    trace, id_from, doc_map, keep_text:
+        As for :class:`RankbridgeCallbackHandler`; it reads its records back with the same ``to_run``,
+        ``summary``, ``as_capture`` and ``clear``.
     """
 
     raise_error = False

@@ -41,6 +41,19 @@ With llama-index-core installed (not run here)::
     query_engine.query("what causes scurvy?")
     detach()
     rec.records[0].retrieved, rec.records[0].final
+    detach.to_run(golden)       # the records as a Run, matched to the golden set as capture() matches them
+
+or a handler put on the dispatcher by the app itself (it sees every retrieval of the process while there)::
+
+    from llama_index.core.instrumentation import get_dispatcher
+
+    handler = RankbridgeSpanHandler.create(id_from="ref_doc_id")
+    get_dispatcher().add_span_handler(handler)
+    for qid, question in golden.texts().items():
+        with rankbridge.callbacks.query_id(qid):
+            chat_engine.chat(question)
+    run = handler.to_run(golden)                  # also handler.summary(golden), handler.as_capture(golden)
+    get_dispatcher().span_handlers.remove(handler)
 """
 
 from __future__ import annotations
@@ -50,7 +63,7 @@ import operator
 import threading
 import time
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
@@ -69,6 +82,12 @@ from rankbridge.callbacks._recorder import (
     error_text,
     guarded,
 )
+from rankbridge.callbacks.llamaindex_legacy import RecorderRuns, own_recorder
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from rankbridge.retriever import IdSpec
 
 __all__ = ["RankbridgeSpanHandler", "attach"]
 
@@ -318,11 +337,13 @@ class _Tap:
             self._recorder.add(record)
 
 
-class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
+class RankbridgeSpanHandler(RecorderRuns, BaseSpanHandler[Any]):  # type: ignore[misc]
     """Records retrieval spans, and the results of the spans around them (keeps no span objects).
 
     :func:`attach` makes one with :meth:`bound_to`: it is then of a subclass made for its tap, whose
-    ``span_enter`` / ``span_exit`` reach the tap's maps through closure cells.
+    ``span_enter`` / ``span_exit`` reach the tap's maps through closure cells. An app that adds handlers to
+    the dispatcher itself makes one with :meth:`create` and reads it back with :meth:`to_run`,
+    :meth:`summary` and :meth:`as_capture` (see :class:`~rankbridge.callbacks.llamaindex_legacy.RecorderRuns`).
     """
 
     tap: Any = None
@@ -335,6 +356,40 @@ class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
     def class_name(cls) -> str:
         """Class name."""
         return "RankbridgeSpanHandler"
+
+    @classmethod
+    def create(
+        cls,
+        recorder: Recorder | None = None,
+        *,
+        id_from: IdSpec | None = None,
+        doc_map: Mapping[str, str] | Callable[[str], str | None] | None = None,
+        keep_text: bool = True,
+    ) -> RankbridgeSpanHandler:
+        """A handler for ``get_dispatcher().add_span_handler(...)``, recording into ``recorder`` (or its own).
+
+        ``id_from``, ``doc_map`` and ``keep_text`` configure its own recorder (see
+        :func:`rankbridge.callbacks.capture`). On the root dispatcher it sees every retrieval of the process
+        until the app takes it off (``get_dispatcher().span_handlers.remove(handler)``).
+
+        Examples
+        --------
+        >>> handler = RankbridgeSpanHandler.create(id_from="ref_doc_id")
+        >>> handler.recorder.id_from, handler.summary()["records"]
+        ('ref_doc_id', 0)
+        """
+        return cls.bound_to(_Tap(own_recorder(recorder, id_from, doc_map, keep_text)))
+
+    @property
+    def recorder(self) -> Recorder:
+        """The recorder this handler writes to."""
+        return self.tap._recorder  # type: ignore[no-any-return]
+
+    def _runs_recorder(self) -> Recorder:
+        return self.tap._recorder  # type: ignore[no-any-return]
+
+    def _runs_framework(self) -> str:
+        return "llamaindex"
 
     @classmethod
     def bound_to(cls, tap: _Tap) -> RankbridgeSpanHandler:
@@ -406,8 +461,10 @@ class RankbridgeSpanHandler(BaseSpanHandler[Any]):  # type: ignore[misc]
 _DISPATCHER_LOCK = threading.Lock()
 
 
-class _Attachment:
+class _Attachment(RecorderRuns):
     """The handler on the root dispatcher: calling it detaches it; :meth:`set_active` pauses it.
+
+    It reads its records back like a handler does (``to_run``, ``summary``, ``as_capture``, ``clear``).
 
     While attached, the handler takes the place of LlamaIndex's default ``NullSpanHandler`` (a handler
     whose methods do nothing) when the root dispatcher has one, and puts it back on detach: LlamaIndex
@@ -459,6 +516,17 @@ class _Attachment:
 
     def __call__(self) -> None:
         self.set_active(False)
+
+    @property
+    def recorder(self) -> Recorder:
+        """The recorder the handler writes to."""
+        return self._tap._recorder
+
+    def _runs_recorder(self) -> Recorder:
+        return self._tap._recorder
+
+    def _runs_framework(self) -> str:
+        return "llamaindex"
 
 
 def attach(recorder: Recorder) -> _Attachment:

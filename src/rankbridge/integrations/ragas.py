@@ -362,8 +362,13 @@ def _build_rows(
     if reference_from not in ("qrels", "query"):
         raise InputError(f"reference_from must be 'qrels' or 'query'. Got {reference_from!r} instead.")
     _check_k(k)
-    answers = responses_of(responses)
     by_id = {q.id: q for q in golden.queries}
+    if responses is None:
+        # an app's run (rankbridge.apps.run_app) carries its answers; those of queries outside the golden set
+        # are not the caller's mistake, so they are left out rather than refused
+        answers = {q: a for q, a in responses_of(getattr(run, "answers", None)).items() if q in by_id}
+    else:
+        answers = responses_of(responses)
     if query_ids is None:
         qids = sorted(by_id)
     else:
@@ -492,7 +497,8 @@ def ragas_rows(
         the text of hits that carry none.
     responses:
         ``{qid: answer text}`` or the :class:`~rankbridge.integrations.answers.Answers` of
-        :func:`~rankbridge.integrations.answers.generate_answers`.
+        :func:`~rankbridge.integrations.answers.generate_answers`. Default: the run's own
+        :attr:`~rankbridge.Run.answers` (those of an app run by :func:`rankbridge.apps.run_app`), if any.
     k:
         Keep only the top ``k`` hits of each query (default: all).
     reference_from:
@@ -1221,7 +1227,9 @@ def evaluate_ragas(
     responses:
         ``{qid: answer}`` or the :class:`~rankbridge.integrations.answers.Answers` of
         :func:`~rankbridge.integrations.answers.generate_answers`. When an answer carries the contexts it
-        was generated from, faithfulness is judged against those (not against the run's hits).
+        was generated from, faithfulness is judged against those (not against the run's hits). Default: the
+        run's own :attr:`~rankbridge.Run.answers` (an app run by :func:`rankbridge.apps.run_app` keeps each
+        answer beside the retrievals made for it), if any.
     k:
         Score only the top ``k`` hits of each query (default: all the run has).
     reference_from:

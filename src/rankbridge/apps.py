@@ -1,0 +1,774 @@
+"""Run an application that *answers* -- a chat engine, a chain, an agent, ``f(question) -> answer`` -- and score
+the retrievals it makes while answering.
+
+:func:`run_app` asks the app every golden-set question inside one live capture
+(:func:`rankbridge.callbacks.capture`), each call under ``query_id(qid)``, so every retrieval the app makes
+while answering -- in a chain, a tool, a sub-agent, an asyncio task or a worker thread the framework starts --
+is bound to the question. The :class:`~rankbridge.Run` it returns holds, per question:
+
+* the list the app used (after node postprocessors and rerankers), which is scored;
+* the retriever's own list in ``run.stages["retrieved"]`` (``run.to_stage("retrieved")``);
+* the app's answer in ``run.answers[qid]``, which the RAGAS bridge
+  (:func:`rankbridge.integrations.ragas.evaluate_ragas`) uses when no ``responses=`` are given.
+
+What counts as an app (:func:`is_app`)
+--------------------------------------
+Frameworks are never imported to decide; the class's ancestry is read by module and class name.
+
+=================================================  =========================================================
+object                                             how each question is asked
+=================================================  =========================================================
+LlamaIndex chat engine (``BaseChatEngine``, also   ``chat(q, chat_history=[])`` / ``achat``: one question at a
+the older ``BaseAgent``)                           time, each with an empty history (the engine has one
+                                                   memory for all its calls)
+LlamaIndex workflow agent, ``AgentWorkflow``, any  ``await app.run(user_msg=q)`` (``input_key`` renames the
+``Workflow``                                       argument)
+LangGraph graph (``create_agent``)                 ``invoke({"messages": [{"role": "user", "content": q}]})``;
+                                                   the answer is the last message
+LangChain ``Runnable`` (an LCEL chain), not a      ``invoke(q)`` / ``ainvoke`` (``input_key``:
+``BaseRetriever`` or ``VectorStore``               ``invoke({input_key: q})``)
+a callable with exactly one positional parameter   ``f(q)`` (awaited when it is a coroutine function)
+=================================================  =========================================================
+
+A callable ``f(query, k)`` (two positional parameters) is a retriever, as before; so are LlamaIndex and
+LangChain retrievers, indexes and vector stores. **A LlamaIndex query engine is not an app by default**: the
+retriever adapters score its ``retrieve`` path without calling the LLM. ``run_app(query_engine, ...)`` runs it
+as an app instead (``query(q)`` / ``aquery``), which keeps its answers.
+
+Several retrievals for one question
+-----------------------------------
+An agent may search twice, a chain may retrieve from two stores. ``retrieval=`` decides what is scored; the
+retrievals of one question are taken in the order they started. Each retrieval contributes its final list
+(``run``) and its retriever's list (``run.stages["retrieved"]``), combined the same way:
+
+* ``"final"`` (default): the contexts the answer was built from -- every retrieval's list, concatenated in
+  order, a repeated doc keeping its first place. This is what LlamaIndex puts in an agent response's
+  ``source_nodes`` and what a RAGAS ``retrieved_contexts`` holds for that answer; with one retrieval (a
+  chat engine, a chain) it is simply that retrieval's list.
+* ``"first"``: the first retrieval only (the user's question as the app first searched it).
+* ``"last"``: the last retrieval only (an agent's refined search).
+* ``"merge"``: the lists interleaved rank by rank (the first of each retrieval, then the second of each...),
+  a repeated doc keeping its first place: every search gets its top results near the top.
+* ``"all"``: scored as ``"final"``, and each retrieval is also kept as a stage of its own: ``search:1``,
+  ``search:2``, ... (``run.to_stage("search:2")``; a question that searched once is not in ``search:2``).
+
+``run.config["retrieval"]`` records the choice and ``run.config["retrievals"]`` the number of retrievals of
+every question.
+
+Failures
+--------
+A question whose app call raised is an error of the run (``"error: ..."``), one that took longer than
+``timeout`` too (``"timeout: ..."``; a sync call cannot be stopped and is abandoned), and so is one the app
+answered *without retrieving* (``"invalid result: the app answered without retrieving ..."``; its answer is
+kept). A failed retrieval inside a call that still answered is an error too. Errors score 0 in
+:func:`~rankbridge.evaluate`. The capture is detached when the function returns or raises.
+
+Only retrievals made through LlamaIndex or LangChain are seen (their callback systems carry the question
+id); an app that retrieves otherwise has nothing to capture.
+
+Examples
+--------
+The framework-free part (frameworks in ``tests/test_apps.py``):
+
+>>> is_app(lambda question: "an answer")
+True
+>>> is_app(lambda query, k: ["d1", "d2"][:k])
+False
+>>> run = run_app(lambda question: "no search needed", {"q1": "What causes scurvy?"}, frameworks=())
+>>> run.errors["q1"]  # doctest: +ELLIPSIS
+'invalid result: the app answered without retrieving ...'
+>>> run.answers, run.config["retrievals"]
+({'q1': 'no search needed'}, {'q1': 0})
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import threading
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from rankbridge.errors import InputError
+from rankbridge.types import GoldenSet, Hit, Query, Run
+
+if TYPE_CHECKING:
+    from rankbridge.callbacks import Capture, CaptureRecord
+    from rankbridge.retriever import IdSpec
+
+__all__ = ["RETRIEVAL_CHOICES", "arun_app", "is_app", "run_app"]
+
+Retrieval = Literal["final", "first", "last", "merge", "all"]
+#: The values of ``retrieval=`` (see the module docstring).
+RETRIEVAL_CHOICES: tuple[str, ...] = ("final", "first", "last", "merge", "all")
+
+QueriesLike = GoldenSet | Mapping[Any, str] | Iterable[Query | tuple[Any, str]]
+
+_ANSWER_KEYS = ("answer", "result", "output", "response", "text")
+_APP_KINDS = ("chat", "agent", "workflow", "graph", "runnable", "callable")
+
+
+# -- what is an app ---------------------------------------------------------------------------------
+def _kind(obj: Any) -> str | None:
+    """``"chat"``, ``"agent"``, ``"workflow"``, ``"graph"``, ``"runnable"``, ``"callable"``, ``"query_engine"``,
+    ``"retriever"`` (framework retrievers, indexes, vector stores) or ``None`` (nothing rankbridge can ask)."""
+    if obj is None or isinstance(obj, type):
+        return None
+    tags: set[str] = set()
+    framework = False
+    for cls in type(obj).__mro__:
+        module = cls.__module__ or ""
+        name = cls.__name__
+        if module.startswith(("llama_index.", "workflows.")):
+            framework = True
+            if name in ("BaseRetriever", "BaseIndex", "BasePydanticVectorStore", "VectorStore"):
+                tags.add("retriever")
+            elif name == "BaseChatEngine":
+                tags.add("chat")
+            elif name in ("BaseWorkflowAgent", "AgentWorkflow"):
+                tags.add("agent")
+            elif name == "Workflow":
+                tags.add("workflow")
+            elif name == "BaseQueryEngine":
+                tags.add("query_engine")
+        elif module.startswith(("langchain_core.", "langchain.", "langchain_community.", "langgraph.")):
+            framework = True
+            if name in ("BaseRetriever", "VectorStore") and module.startswith("langchain_core."):
+                tags.add("retriever")
+            elif name == "Pregel" and module.startswith("langgraph."):
+                tags.add("graph")
+            elif name == "Runnable" and module.startswith("langchain_core."):
+                tags.add("runnable")
+    # most specific first: a legacy LlamaIndex agent is a chat engine and a query engine; a retriever is a Runnable
+    for kind in ("retriever", "chat", "agent", "workflow", "graph", "runnable", "query_engine"):
+        if kind in tags:
+            return kind
+    if framework:
+        return None
+    if callable(obj) and _one_positional(obj):
+        return "callable"
+    return None
+
+
+def _one_positional(fn: Any) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = 0
+    for p in params:
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            return False
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional == 1
+
+
+def is_app(obj: Any) -> bool:
+    """Is ``obj`` an application that answers questions (rather than a retriever that returns hits)?
+
+    ``True`` for a LlamaIndex chat engine, workflow agent or workflow, a LangGraph graph (``create_agent``), a
+    LangChain ``Runnable`` that is not a ``BaseRetriever`` or ``VectorStore`` (an LCEL chain), and a callable
+    with exactly one positional parameter (``f(question) -> answer``). ``False`` for retrievers, indexes,
+    vector stores, a callable ``f(query, k)``, and a LlamaIndex query engine, which the retriever adapters
+    score without calling its LLM (pass it to :func:`run_app` to run it as an app). No framework is imported.
+
+    Examples
+    --------
+    >>> is_app(lambda question: "yes"), is_app(lambda query, k: []), is_app("text")
+    (True, False, False)
+    >>> async def answer(question: str, *, temperature: float = 0.0) -> str:
+    ...     return "yes"
+    >>> is_app(answer)
+    True
+    """
+    return _kind(obj) in _APP_KINDS
+
+
+# -- how to ask it ------------------------------------------------------------------------------------
+@dataclass
+class _Call:
+    method: str  # for run.config: "chat", "query", "run", "invoke", "call"
+    sync: Callable[[str], Any] | None
+    asynchronous: Callable[[str], Awaitable[Any]] | None
+    sequential: str | None = None  # why the questions go one at a time
+
+
+def _resolve(app: Any, kind: str, input_key: str | None) -> _Call:
+    if kind == "chat":
+        achat = getattr(app, "achat", None)
+
+        async def ask_chat(q: str) -> Any:
+            return await achat(q, chat_history=[])  # type: ignore[misc]
+
+        return _Call(
+            "chat",
+            lambda q: app.chat(q, chat_history=[]),
+            ask_chat if callable(achat) else None,
+            "a chat engine keeps one memory for all its calls: questions are asked one at a time, each with an "
+            "empty history",
+        )
+    if kind == "query_engine":
+        aquery = getattr(app, "aquery", None)
+        return _Call("query", app.query, aquery if callable(aquery) else None)
+    if kind in ("agent", "workflow"):
+        key = input_key or "user_msg"
+
+        async def ask_workflow(q: str) -> Any:
+            return await app.run(**{key: q})
+
+        return _Call("run", None, ask_workflow)
+    if kind in ("graph", "runnable"):
+
+        def payload(q: str) -> Any:
+            if input_key is not None:
+                return {input_key: q}
+            if kind == "graph":
+                return {"messages": [{"role": "user", "content": q}]}
+            return q
+
+        async def ask_runnable(q: str) -> Any:
+            return await app.ainvoke(payload(q))
+
+        return _Call("invoke", lambda q: app.invoke(payload(q)), ask_runnable)
+    if kind == "callable":
+        if input_key is not None:
+            raise InputError("input_key applies to chains, graphs and workflows, not to a callable f(question)")
+        if inspect.iscoroutinefunction(app) or inspect.iscoroutinefunction(getattr(app, "__call__", None)):  # noqa: B004
+            return _Call("call", None, app)
+        return _Call("call", app, None)
+    raise InputError(_refusal(app, kind))
+
+
+def _refusal(app: Any, kind: str | None) -> str:
+    if kind == "retriever":
+        return (
+            f"run_app: {type(app).__name__} is a retriever, not an app that answers; run it with "
+            "rankbridge.run_retriever"
+        )
+    return (
+        f"run_app: cannot ask a {type(app).__name__} questions. Expected a LlamaIndex chat engine, query engine, "
+        "agent or workflow, a LangChain Runnable (an LCEL chain) or LangGraph graph (create_agent), or a callable "
+        "f(question) -> answer"
+    )
+
+
+# -- reading the answer -------------------------------------------------------------------------------
+def _answer_text(out: Any, answer_key: str | None = None, depth: int = 0) -> str | None:
+    """The answer text of whatever the app returned, or ``None`` when there is none to read."""
+    if depth > 4 or out is None:
+        return None
+    if isinstance(out, str):
+        return out
+    if isinstance(out, Mapping):
+        if answer_key is not None:
+            return _answer_text(out.get(answer_key), None, depth + 1)
+        messages = out.get("messages")
+        if isinstance(messages, Sequence) and not isinstance(messages, str) and messages:
+            return _answer_text(messages[-1], None, depth + 1)  # a LangGraph state: the last message
+        for key in _ANSWER_KEYS:
+            if key in out:
+                return _answer_text(out[key], None, depth + 1)
+        return None
+    if isinstance(out, tuple) and len(out) == 2:
+        return _answer_text(out[0], answer_key, depth + 1)
+    content = getattr(out, "content", None)  # a LangChain or LlamaIndex chat message
+    if isinstance(content, str):
+        return content
+    if content is not None:
+        text = getattr(out, "text", None)  # LangChain message with content blocks
+        if isinstance(text, str):
+            return text
+    response = getattr(out, "response", None)  # LlamaIndex Response / AgentChatResponse / AgentOutput
+    if response is not None and response is not out:
+        return _answer_text(response, None, depth + 1)
+    return None
+
+
+# -- the engine (one for sync and async callers) ------------------------------------------------------
+@dataclass
+class _Outcome:
+    output: Any = None
+    error: str | None = None
+    latency: float | None = None
+
+
+@dataclass
+class _State:
+    outcomes: dict[str, _Outcome] = field(default_factory=dict)
+    failed: int = 0
+
+
+def _in_thread(fn: Callable[[str], Any], qid: str, text: str) -> asyncio.Future[Any]:
+    """Run ``fn(text)`` under ``query_id(qid)`` on a new daemon thread; a future of its result.
+
+    A thread per call (bounded by the caller's semaphore) rather than a pool: a call abandoned at its timeout
+    keeps its thread, and the next question gets a fresh one. The id is set inside the thread (a context
+    variable does not follow a thread started by hand).
+    """
+    from rankbridge.callbacks import query_id
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, exc: BaseException | None) -> None:
+        if future.done():  # timed out meanwhile
+            return
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        value: Any = None
+        exc: BaseException | None = None
+        try:
+            with query_id(qid):
+                value = fn(text)
+                if inspect.isawaitable(value):  # a sync-looking callable that returned a coroutine
+                    value = asyncio.run(_awaited(value))
+        except Exception as e:
+            exc = e
+        except BaseException as e:  # SystemExit and the like: report, do not hang the run
+            exc = RuntimeError(f"{type(e).__name__}: {e}")
+        with contextlib.suppress(RuntimeError):  # the loop is closed: an abandoned call finished late
+            loop.call_soon_threadsafe(settle, value, exc)
+
+    threading.Thread(target=work, name=f"rankbridge-app-{qid}", daemon=True).start()
+    return future
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value
+
+
+async def _drive(
+    call: _Call,
+    questions: list[tuple[str, str]],
+    *,
+    prefer_async: bool,
+    concurrency: int,
+    timeout: float | None,
+    state: _State,
+    bar: Any,
+) -> None:
+    from rankbridge.callbacks import query_id
+
+    semaphore = asyncio.Semaphore(concurrency)
+    use_async = call.asynchronous is not None and (prefer_async or call.sync is None)
+
+    async def one(qid: str, text: str) -> None:
+        async with semaphore:
+            start = time.perf_counter()
+            outcome = _Outcome()
+            try:
+                if use_async:
+                    with query_id(qid):  # the tasks the app starts copy the context, id included
+                        awaitable = call.asynchronous(text)  # type: ignore[misc]
+                        outcome.output = await asyncio.wait_for(awaitable, timeout)
+                else:
+                    outcome.output = await asyncio.wait_for(_in_thread(call.sync, qid, text), timeout)  # type: ignore[arg-type]
+            except asyncio.TimeoutError as exc:
+                if timeout is not None and time.perf_counter() - start >= timeout:
+                    outcome.error = f"timeout: the app did not answer within {timeout} s"
+                else:  # the app's own TimeoutError
+                    outcome.error = f"error: {type(exc).__name__}: {exc}"
+            except Exception as exc:
+                outcome.error = f"error: {type(exc).__name__}: {exc}"
+            outcome.latency = time.perf_counter() - start
+            state.outcomes[qid] = outcome
+            if outcome.error is not None:
+                state.failed += 1
+            bar.advance(state.failed)
+
+    await asyncio.gather(*(one(qid, text) for qid, text in questions))
+
+
+def _run_coroutine(factory: Callable[[], Awaitable[None]]) -> bool:
+    """Run the engine to the end from sync code; ``True`` when Ctrl-C stopped it.
+
+    Inside a running event loop (Jupyter, an async app) the engine gets a loop of its own on a worker thread.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        try:
+            asyncio.run(_awaited(factory()))
+        except KeyboardInterrupt:
+            return True
+        return False
+    box: dict[str, Any] = {}
+
+    def main() -> None:
+        loop = asyncio.new_event_loop()
+        box["loop"] = loop
+        try:
+            task = box["task"] = loop.create_task(_awaited(factory()))
+            loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            pass
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            loop.close()
+
+    worker = threading.Thread(target=main, name="rankbridge-app-loop", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.1)
+    except KeyboardInterrupt:
+        loop, task = box.get("loop"), box.get("task")
+        if loop is not None and task is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(task.cancel)
+        worker.join()
+        return True
+    if "error" in box:
+        raise box["error"]
+    return False
+
+
+# -- building the run ---------------------------------------------------------------------------------
+def _combine(lists: Sequence[Sequence[Hit]], how: str) -> list[Hit]:
+    if how == "first":
+        lists = lists[:1]
+    elif how == "last":
+        lists = lists[-1:]
+    if how == "merge":
+        order: list[Hit] = []
+        for rank in range(max((len(x) for x in lists), default=0)):
+            order.extend(x[rank] for x in lists if rank < len(x))
+    else:
+        order = [h for x in lists for h in x]
+    seen: set[str] = set()
+    out: list[Hit] = []
+    for hit in order:
+        if hit.doc_id not in seen:
+            seen.add(hit.doc_id)
+            out.append(hit)
+    return out
+
+
+def _kind_of(message: str) -> str:
+    for kind in ("timeout", "error", "invalid result"):
+        if message.startswith(kind + ":"):
+            return kind
+    return "error"
+
+
+@dataclass
+class _Plan:
+    app: Any
+    call: _Call
+    questions: list[tuple[str, str]]
+    retrieval: str
+    concurrency: int
+    timeout: float | None
+    name: str
+    answer_key: str | None
+    cap: Capture
+    k: int | None = None
+    attached: tuple[str, ...] = ()
+    state: _State = field(default_factory=_State)
+
+
+def _prepare(
+    app: Any,
+    queries: QueriesLike,
+    *,
+    retrieval: str,
+    concurrency: int,
+    timeout: float | None,
+    name: str | None,
+    id_from: IdSpec | None,
+    doc_map: Mapping[str, str] | Callable[[str], str | None] | None,
+    keep_text: bool,
+    input_key: str | None,
+    answer_key: str | None,
+    frameworks: str | Sequence[str],
+    k: int | None,
+) -> _Plan:
+    from rankbridge.callbacks import capture
+    from rankbridge.runner import _as_queries
+
+    if retrieval not in RETRIEVAL_CHOICES:
+        raise InputError(
+            f"retrieval must be one of {', '.join(map(repr, RETRIEVAL_CHOICES))}. Got {retrieval!r} instead."
+        )
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise InputError(f"concurrency must be an int >= 1. Got {concurrency!r} instead.")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise InputError(f"timeout must be a number of seconds > 0, or None. Got {timeout!r} instead.")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise InputError(f"k must be an int >= 1 or None. Got {k!r} instead.")
+    call = _resolve(app, _kind(app) or "", input_key)
+    questions = _as_queries(queries)
+    if call.sequential is not None:
+        concurrency = 1
+    cap = capture(
+        golden=dict(questions),
+        id_from=id_from,
+        doc_map=doc_map,
+        keep_text=keep_text,
+        frameworks=frameworks,
+        max_records=max(10_000, 100 * len(questions)),
+        name=name or type(app).__name__,
+    )
+    return _Plan(app, call, questions, retrieval, concurrency, timeout, cap.name, answer_key, cap, k)
+
+
+def _build(plan: _Plan, interrupted: bool) -> Run:
+    cap, state = plan.cap, plan.state
+    wanted = {qid for qid, _ in plan.questions}
+    by_qid: dict[str, list[CaptureRecord]] = {}
+    unbound = 0
+    for record in cap.records:
+        if record.query_id in wanted:
+            by_qid.setdefault(record.query_id, []).append(record)  # type: ignore[arg-type]
+        else:
+            unbound += 1
+    run = Run(name=plan.name)
+    retrieved = Run(name=f"{plan.name}:retrieved")
+    run.stages["retrieved"] = retrieved
+    counts: dict[str, int] = {}
+    problems: dict[str, list[str]] = {}
+    hint = (
+        ""
+        if plan.attached
+        else " (no capture was attached: rankbridge sees retrievals made through LlamaIndex or LangChain only)"
+    )
+
+    def fail(qid: str, message: str, latency: float | None) -> None:
+        run.add_error(qid, message, latency=latency)
+        retrieved.add_error(qid, message, latency=latency)
+
+    for qid, _ in plan.questions:
+        outcome = state.outcomes.get(qid)
+        if outcome is None:  # not asked (interrupted)
+            continue
+        records = sorted(by_qid.get(qid, ()), key=lambda r: r.started)
+        counts[qid] = len(records)
+        if outcome.error is not None:
+            fail(qid, outcome.error, outcome.latency)
+            continue
+        answer = _answer_text(outcome.output, plan.answer_key)
+        if answer is None:
+            problems.setdefault(qid, []).append(
+                f"no answer text could be read from the app's {type(outcome.output).__name__} output"
+            )
+        else:
+            run.answers[qid] = answer
+        if not records:
+            fail(
+                qid,
+                "invalid result: the app answered without retrieving (no retrieval was captured while it answered)"
+                + hint,
+                outcome.latency,
+            )
+            continue
+        chosen = records[:1] if plan.retrieval == "first" else records[-1:] if plan.retrieval == "last" else records
+        broken = next((r for r in chosen if r.error is not None), None)
+        if broken is not None:
+            fail(qid, f"error: retrieval failed: {broken.error}", outcome.latency)
+            continue
+        unusable = next((r.resolve_error for r in chosen if r.resolve_error is not None), None)
+        if unusable is not None:
+            fail(qid, f"invalid result: captured results have no usable doc id: {unusable}", outcome.latency)
+            continue
+        run.add(qid, _combine([r.hits for r in chosen], plan.retrieval)[: plan.k], latency=outcome.latency)
+        retrieved.add(
+            qid,
+            _combine([r.retrieved for r in chosen], plan.retrieval)[: plan.k],
+            latency=sum(r.latency or 0.0 for r in chosen),
+        )
+        if plan.retrieval == "all":
+            for i, record in enumerate(records, 1):
+                stage = run.stages.setdefault(f"search:{i}", Run(name=f"{plan.name}:search:{i}"))
+                stage.add(qid, record.hits[: plan.k], latency=record.latency)
+    rec = cap.recorder
+    run.config.update(
+        {
+            "source": "app",
+            "app": type(plan.app).__name__,
+            "call": plan.call.method,
+            "retrieval": plan.retrieval,
+            "retrievals": counts,
+            "stage": "final",
+            "frameworks": list(plan.attached),
+            "id_from": rec.id_from if isinstance(rec.id_from, (str, type(None))) else repr(rec.id_from),
+            "concurrency": plan.concurrency,
+            "sequential": plan.call.sequential,
+            "timeout": plan.timeout,
+            "k": plan.k,
+            "failures": dict(Counter(_kind_of(m) for m in run.errors.values())),
+            "problems": problems,
+            "unbound_retrievals": unbound,
+            "dropped": rec.dropped,
+            "internal_errors": rec.internal_errors,
+        }
+    )
+    retrieved.config.update({**run.config, "stage": "retrieved"})
+    if interrupted:
+        done = set(state.outcomes)
+        run.config["interrupted"] = True
+        run.config["unfinished"] = [qid for qid, _ in plan.questions if qid not in done]
+    return run
+
+
+def _bar(plan: _Plan, progress: bool) -> Any:
+    from rankbridge.runner import _Bar
+
+    return _Bar(progress and bool(plan.questions), len(plan.questions), 0, plan.name)
+
+
+# -- public entry points ------------------------------------------------------------------------------
+def run_app(
+    app: Any,
+    queries: QueriesLike,
+    *,
+    retrieval: Retrieval = "final",
+    concurrency: int = 4,
+    timeout: float | None = 120.0,
+    name: str | None = None,
+    id_from: IdSpec | None = None,
+    doc_map: Mapping[str, str] | Callable[[str], str | None] | None = None,
+    keep_text: bool = True,
+    progress: bool = False,
+    input_key: str | None = None,
+    answer_key: str | None = None,
+    frameworks: str | Sequence[str] = "auto",
+    k: int | None = None,
+) -> Run:
+    """Ask an app every question and score the retrievals it made while answering, as a :class:`~rankbridge.Run`.
+
+    Parameters
+    ----------
+    app:
+        A LlamaIndex chat engine, query engine, agent or workflow, a LangChain ``Runnable`` (an LCEL chain), a
+        LangGraph graph (``create_agent``), or a callable ``f(question) -> answer`` (see the module docstring
+        for how each is called).
+    queries:
+        A :class:`~rankbridge.GoldenSet`, a list of :class:`~rankbridge.Query` (or ``(id, text)`` pairs), or
+        ``{query_id: text}``.
+    retrieval:
+        Which retrieval(s) of a question are scored when it made several: ``"final"`` (default: all of them,
+        concatenated in order, as the answer saw them), ``"first"``, ``"last"``, ``"merge"`` (interleaved rank
+        by rank) or ``"all"`` (as ``"final"``, plus a stage ``search:i`` per retrieval). See the module
+        docstring.
+    concurrency:
+        Questions asked at once (a chat engine is always asked one question at a time).
+    timeout:
+        Seconds one answer may take (``None``: no limit); a sync call that outlives it is abandoned.
+    name:
+        The run's name (default: the app's class name).
+    id_from, doc_map, keep_text:
+        How captured results become hits (see :func:`rankbridge.callbacks.capture`).
+    progress:
+        Show a progress bar (needs ``rich``; only in a terminal or Jupyter).
+    input_key:
+        Ask ``{input_key: question}`` instead of the bare question (chains and graphs; for workflows, the
+        keyword of ``run``, default ``user_msg``).
+    answer_key:
+        Where the answer is in a dict output (default: the last of ``"messages"``, else ``"answer"``,
+        ``"result"``, ``"output"``, ``"response"``, ``"text"``).
+    frameworks:
+        Which frameworks to capture (see :func:`rankbridge.callbacks.capture`; default every installed one).
+    k:
+        Keep the top ``k`` of each scored and retrieved list (default ``None``: the lists as the app had them,
+        with its own top-k).
+
+    Returns
+    -------
+    Run
+        Final lists (scored), ``stages["retrieved"]`` (the retrievers' own lists), ``answers`` (per question),
+        errors, latency (seconds per answer) and ``config`` with ``retrieval``, ``retrievals`` (per-question
+        counts), ``call``, ``failures``, ``problems`` and ``unbound_retrievals`` (retrievals captured during the
+        run that belong to no question: other activity of the process).
+
+    Raises
+    ------
+    InputError
+        ``app`` is not something rankbridge can ask (a retriever goes to :func:`rankbridge.run_retriever`), or
+        an option is invalid.
+
+    Examples
+    --------
+    >>> def app(question):
+    ...     raise RuntimeError("LLM quota exceeded")
+    >>> run = run_app(app, {"q1": "Why?"}, frameworks=())
+    >>> run.errors, run.config["failures"]
+    ({'q1': 'error: RuntimeError: LLM quota exceeded'}, {'error': 1})
+    """
+    plan = _prepare(
+        app, queries, retrieval=retrieval, concurrency=concurrency, timeout=timeout, name=name, id_from=id_from,
+        doc_map=doc_map, keep_text=keep_text, input_key=input_key, answer_key=answer_key, frameworks=frameworks, k=k,
+    )  # fmt: skip
+    bar = _bar(plan, progress)
+    try:
+        with plan.cap:
+            plan.attached = plan.cap.attached
+
+            def factory() -> Awaitable[None]:
+                return _drive(
+                    plan.call, plan.questions, prefer_async=False, concurrency=plan.concurrency,
+                    timeout=plan.timeout, state=plan.state, bar=bar,
+                )  # fmt: skip
+
+            interrupted = _run_coroutine(factory)
+    finally:
+        bar.close()
+    return _build(plan, interrupted)
+
+
+async def arun_app(
+    app: Any,
+    queries: QueriesLike,
+    *,
+    retrieval: Retrieval = "final",
+    concurrency: int = 4,
+    timeout: float | None = 120.0,
+    name: str | None = None,
+    id_from: IdSpec | None = None,
+    doc_map: Mapping[str, str] | Callable[[str], str | None] | None = None,
+    keep_text: bool = True,
+    progress: bool = False,
+    input_key: str | None = None,
+    answer_key: str | None = None,
+    frameworks: str | Sequence[str] = "auto",
+    k: int | None = None,
+) -> Run:
+    """Async :func:`run_app`, on the caller's event loop (same parameters and result).
+
+    The app's async method is used where it has one (``achat``, ``aquery``, ``ainvoke``, a coroutine function,
+    a workflow's ``run``); a sync-only app runs on worker threads. Cancelling the awaiting task detaches the
+    capture and re-raises ``CancelledError``.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> async def app(question):
+    ...     return "42"
+    >>> run = asyncio.run(arun_app(app, {"q1": "The answer?"}, frameworks=()))
+    >>> run.answers, run.config["call"]
+    ({'q1': '42'}, 'call')
+    """
+    plan = _prepare(
+        app, queries, retrieval=retrieval, concurrency=concurrency, timeout=timeout, name=name, id_from=id_from,
+        doc_map=doc_map, keep_text=keep_text, input_key=input_key, answer_key=answer_key, frameworks=frameworks, k=k,
+    )  # fmt: skip
+    bar = _bar(plan, progress)
+    try:
+        with plan.cap:
+            plan.attached = plan.cap.attached
+            await _drive(
+                plan.call, plan.questions, prefer_async=True, concurrency=plan.concurrency, timeout=plan.timeout,
+                state=plan.state, bar=bar,
+            )  # fmt: skip
+    finally:
+        bar.close()
+    return _build(plan, False)
