@@ -611,7 +611,10 @@ def compare(
         if ev.missing:
             notes.append(f"{len(ev.missing)} missing")
         if notes:
-            warnings.append(f"run {name!r}: {' and '.join(notes)} queries scored 0")
+            verb = "scored 0" if ev.missing_policy == "zero" else "not scored (the means are over the rest)"
+            warnings.append(f"run {name!r}: {' and '.join(notes)} queries {verb}")
+        warnings.extend(f"run {name!r}: {note}" for note in ev.notes if name not in note)
+        warnings.extend(note for note in ev.notes if name in note)
     no_rel = evaluations[baseline].no_relevant
     if no_rel:
         warnings.append(

@@ -405,7 +405,9 @@ def gate(
     if run_ev.failed:
         notes.append(f"{len(run_ev.failed)} queries failed in the run and score 0 (e.g. {run_ev.failed[0]!r})")
     if run_ev.missing:
-        notes.append(f"{len(run_ev.missing)} queries are missing from the run and score 0")
+        verb = "score 0" if run_ev.missing_policy == "zero" else "are not scored"
+        notes.append(f"{len(run_ev.missing)} queries are missing from the run and {verb}")
+    notes.extend(run_ev.notes)
 
     a = np.array([run_values[qid] for qid in keep])
     b = np.array([base_values[qid] for qid in keep])

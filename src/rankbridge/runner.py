@@ -136,7 +136,7 @@ def _hit_json(h: Hit) -> dict[str, Any]:
 
 
 def _load_checkpoint(
-    path: Path, k: int, wanted: set[str], retry_failed: bool, run: Run, problems: dict[str, list[str]]
+    path: Path, k: int | None, wanted: set[str], retry_failed: bool, run: Run, problems: dict[str, list[str]]
 ) -> tuple[int, bool]:
     """Fill ``run`` from a checkpoint; returns (queries resumed, whether the file must be rewritten)."""
     src = str(path)
@@ -627,16 +627,18 @@ class _Prepared:
     problems: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _call_k(r: Any, k: int | None) -> tuple[int | None, int | None, int]:
-    """(k passed to each call, the retriever's own setting, the k the run records)."""
+def _call_k(r: Any, k: int | None) -> tuple[int | None, int | None, int | None]:
+    """(k passed to each call, the retriever's own setting, the k the run records).
+
+    An adapter takes ``k=None`` as "as the app configured it" (and picks a default itself where a call
+    needs a number); a bare :class:`~rankbridge.retriever.Retriever` always gets a number. A recorded
+    ``None`` means the lists were kept as the retriever returned them, uncut.
+    """
     from rankbridge.adapters import DEFAULT_K, AdapterBase
 
-    configured = r.configured_k if isinstance(r, AdapterBase) else None
-    if k is not None:
-        return k, configured, k
-    if configured is not None:
-        return None, configured, configured
-    return DEFAULT_K, None, DEFAULT_K
+    if not isinstance(r, AdapterBase):
+        return (k or DEFAULT_K), None, (k or DEFAULT_K)
+    return k, r.configured_k, r.depth(k)
 
 
 def _prepare(
@@ -928,9 +930,10 @@ def run_retriever(
         (see ``check_ids``).
     k:
         Hits per query. ``None`` (default) keeps the retriever's own setting (``similarity_top_k``,
-        ``k``, ``search_kwargs["k"]``); objects without one get 10. An explicit ``k`` is applied to a copy
-        of the retriever (the object you passed is never changed). ``run.config`` records ``k`` (the
-        depth used), ``k_requested`` and ``configured_k``.
+        ``k``, ``search_kwargs["k"]``) and its lists uncut; a function ``f(query, k)``, a bare vector
+        store and a :class:`~rankbridge.retriever.Retriever` get 10. An explicit ``k`` is applied to a
+        copy of the retriever (the object you passed is never changed). ``run.config`` records ``k`` (the
+        depth used; ``None``: as the retriever returned), ``k_requested`` and ``configured_k``.
     concurrency:
         Calls in flight at once.
     timeout:

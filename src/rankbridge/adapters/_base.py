@@ -59,6 +59,10 @@ class AdapterBase:
         self.keep_text = keep_text
         self.name = name or "retriever"
 
+    def depth(self, k: int | None) -> int | None:
+        """How many results one call asks for: ``k``, else the app's own setting (``None``: not known)."""
+        return k if k is not None else self.configured_k
+
     # -- subclasses ---------------------------------------------------------------------------
     def _fetch(self, query: str, k: int | None) -> Any:
         """The raw results for ``query``: a list, or a :class:`Staged` when there are several lists.

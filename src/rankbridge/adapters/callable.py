@@ -110,6 +110,12 @@ class CallableRetriever(AdapterBase):
         self.native_async = _is_async(fn)
         self._k_style = _k_style(fn)
 
+    def depth(self, k: int | None) -> int | None:
+        """``k``, else ``DEFAULT_K`` for a function that takes k (``None`` for one that does not)."""
+        if k is not None:
+            return k
+        return None if self._k_style not in ("positional", "keyword") else DEFAULT_K
+
     def _invoke(self, query: str, k: int | None) -> Any:
         if k is None:
             k = DEFAULT_K  # only reaches a function that takes k; the list is not cut (k=None downstream)

@@ -295,6 +295,10 @@ class LangChainRetriever(AdapterBase):
                 r = self._by_k[k] = self._with_k(self.retriever, k)
             return r
 
+    def depth(self, k: int | None) -> int | None:
+        """``k``, else the configured k; a bare vector store is asked for ``DEFAULT_K``."""
+        return self._store_k(k) if self.store is not None else super().depth(k)
+
     def _store_k(self, k: int | None) -> int:
         if k is not None:
             return k

@@ -1397,6 +1397,8 @@ def build_report(
             for p in relevance.profiles
             if not _nan(p.shares["unjudged"]) and p.shares["unjudged"] > UNJUDGED_WARNING
         ]
+        mismatched = {run for run, ev in comparison.evaluations.items() if any("doc ids" in n for n in ev.notes)}
+        heavy = [(run, share) for run, share in heavy if run not in mismatched]  # not a judging gap: said above
         if heavy:
             listed = ", ".join(f"{run} {fmt_pct(share)}" for run, share in heavy)
             warnings.append(
