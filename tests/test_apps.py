@@ -15,7 +15,6 @@ import asyncio
 import hashlib
 import re
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -484,7 +483,31 @@ def test_a_callable_app_in_threads_and_the_capture_detached_after_a_timeout() ->
         q: lc_ids(retriever.invoke(QUESTIONS[q])) for q in ("q1", "q2", "q3")
     }
     assert run.answers == {"q1": "3 passages", "q2": "3 passages", "q3": "3 passages"}
-    time.sleep(0.05)
+
+
+@pytest.mark.usefixtures("lc")
+def test_retrievals_on_a_bare_thread_are_bound_by_their_text() -> None:
+    """A thread started by hand does not carry ``query_id``: a retrieval of the question's own text is still bound
+    to it; one of another text is not, and the error says why."""
+    retriever = lc_store_retriever()
+
+    def app(question: str) -> str:
+        query = question if "scurvy" in question else question.upper() + " please"
+        box: list[Any] = []
+        worker = threading.Thread(target=lambda: box.append(retriever.invoke(query)))
+        worker.start()
+        worker.join()
+        return f"{len(box[0])} passages"
+
+    run = run_app(app, {"q1": QUESTIONS["q1"], "q3": QUESTIONS["q3"]}, id_from="metadata:doc_id")
+    assert run.ranking("q1") == lc_ids(retriever.invoke(QUESTIONS["q1"]))
+    assert run.errors == {
+        "q3": "invalid result: the app answered without retrieving (no retrieval was captured while it answered) "
+        "(1 retrieval(s) during the run carried no question id and matched no question's text: one made on a "
+        "thread the app started by hand does not see rankbridge.callbacks.query_id)"
+    }
+    assert (run.config["matched_by_text"], run.config["unbound_retrievals"]) == (1, 1)
+    assert run.answers == {"q1": "3 passages", "q3": "3 passages"}
 
 
 # == RAGAS bridge and run_retriever ===============================================================================

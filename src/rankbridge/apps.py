@@ -526,10 +526,16 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
     cap, state = plan.cap, plan.state
     wanted = {qid for qid, _ in plan.questions}
     by_qid: dict[str, list[CaptureRecord]] = {}
-    unbound = 0
+    unbound = by_text = 0
     for record in cap.records:
-        if record.query_id in wanted:
-            by_qid.setdefault(record.query_id, []).append(record)  # type: ignore[arg-type]
+        qid = record.query_id
+        if qid is None:
+            # no id reached it (a thread the app started without copying the context): the question's own text
+            # still names it, as capture() matches
+            qid, how = cap.matcher.match(record.query, None)
+            by_text += how == "text"
+        if qid in wanted:
+            by_qid.setdefault(qid, []).append(record)
         else:
             unbound += 1
     run = Run(name=plan.name)
@@ -537,11 +543,15 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
     run.stages["retrieved"] = retrieved
     counts: dict[str, int] = {}
     problems: dict[str, list[str]] = {}
-    hint = (
-        ""
-        if plan.attached
-        else " (no capture was attached: rankbridge sees retrievals made through LlamaIndex or LangChain only)"
-    )
+    if not plan.attached:
+        hint = " (no capture was attached: rankbridge sees retrievals made through LlamaIndex or LangChain only)"
+    elif unbound:
+        hint = (
+            f" ({unbound} retrieval(s) during the run carried no question id and matched no question's text: one "
+            "made on a thread the app started by hand does not see rankbridge.callbacks.query_id)"
+        )
+    else:
+        hint = ""
 
     def fail(qid: str, message: str, latency: float | None) -> None:
         run.add_error(qid, message, latency=latency)
@@ -607,6 +617,7 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
             "k": plan.k,
             "failures": dict(Counter(_kind_of(m) for m in run.errors.values())),
             "problems": problems,
+            "matched_by_text": by_text,
             "unbound_retrievals": unbound,
             "dropped": rec.dropped,
             "internal_errors": rec.internal_errors,
@@ -687,7 +698,8 @@ def run_app(
     Run
         Final lists (scored), ``stages["retrieved"]`` (the retrievers' own lists), ``answers`` (per question),
         errors, latency (seconds per answer) and ``config`` with ``retrieval``, ``retrievals`` (per-question
-        counts), ``call``, ``failures``, ``problems`` and ``unbound_retrievals`` (retrievals captured during the
+        counts), ``call``, ``failures``, ``problems``, ``matched_by_text`` (retrievals that carried no question
+        id, bound to a question by their query text) and ``unbound_retrievals`` (retrievals captured during the
         run that belong to no question: other activity of the process).
 
     Raises
