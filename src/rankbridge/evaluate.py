@@ -298,8 +298,8 @@ def evaluate(
     duplicates = sum(run_obj.duplicates.get(qid, 0) for qid in query_ids) if run_obj is not None else 0
     if captured and missing == "skip" and missing_q:
         notes.append(
-            f"the capture saw {len(q) - len(missing_q)} of the {len(q)} golden questions; the means are over "
-            f"those ({len(missing_q)} never asked are not scored; missing='zero' scores them 0)"
+            f"the capture saw {len(q) - len(missing_q)} of the {len(q)} golden questions: the means are over "
+            "those alone"
         )
     return Evaluation(
         measures=measures,
