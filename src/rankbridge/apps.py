@@ -511,7 +511,8 @@ def _prepare(
     if call.sequential is not None:
         concurrency = 1
     cap = capture(
-        golden=dict(questions),
+        # a golden set with doc ids also lets the capture check (and resolve) the results' ids
+        golden=queries if isinstance(queries, GoldenSet) else dict(questions),
         id_from=id_from,
         doc_map=doc_map,
         keep_text=keep_text,
@@ -520,6 +521,36 @@ def _prepare(
         name=name or type(app).__name__,
     )
     return _Plan(app, call, questions, retrieval, concurrency, timeout, cap.name, answer_key, cap, k)
+
+
+def _id_resolution(
+    plan: _Plan, by_qid: Mapping[str, list[CaptureRecord]]
+) -> tuple[Callable[[list[Any]], Any] | None, dict[str, Any]]:
+    """The resolver to read the records with when their ids match nothing the golden set knows but another id
+    source does (``id_from`` not given), as :meth:`rankbridge.callbacks.Capture.to_run` does; raise when none
+    does. ``(None, {})`` when the ids are fine or there is nothing to check against."""
+    cap = plan.cap
+    every = {f"{qid}#{i}": r for qid, records in by_qid.items() for i, r in enumerate(records)}
+    report = cap._id_report(every, "final", None)
+    if report is None or report.status in ("ok", "unchecked"):
+        return None, {}
+    rec = cap.recorder
+    if report.status == "resolved" and report.chosen is not None and rec.id_from is None and rec.doc_map is None:
+        import functools
+
+        from rankbridge.callbacks._recorder import _resolve_items
+
+        resolve = functools.partial(_resolve_items, id_from=report.chosen, doc_map=None, keep_text=rec.keep_text)
+        resolution = {"from": report.current, "to": report.chosen, "shares": dict(report.shares), "auto": True}
+        return resolve, {"id_from": report.chosen, "id_resolution": {**resolution, "message": report.message()}}
+    from rankbridge.errors import IdMismatchError
+
+    hint = f" Pass id_from={report.chosen!r}." if report.status == "resolved" else ""
+    raise IdMismatchError(
+        f"run_app: the doc ids the app retrieved do not match the golden set: {report.message()}{hint}",
+        suggestion=report.chosen,
+        report=report,
+    )
 
 
 def _build(plan: _Plan, interrupted: bool) -> Run:
@@ -538,6 +569,13 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
             by_qid.setdefault(qid, []).append(record)
         else:
             unbound += 1
+    resolve, id_config = _id_resolution(plan, by_qid)
+
+    def hits_of(record: CaptureRecord, stage: str) -> tuple[list[Hit], str | None]:
+        if resolve is None:
+            return (record.hits if stage == "final" else record.retrieved), record.resolve_error
+        return record.hits_under(resolve, stage=stage)
+
     run = Run(name=plan.name)
     retrieved = Run(name=f"{plan.name}:retrieved")
     run.stages["retrieved"] = retrieved
@@ -586,20 +624,21 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
         if broken is not None:
             fail(qid, f"error: retrieval failed: {broken.error}", outcome.latency)
             continue
-        unusable = next((r.resolve_error for r in chosen if r.resolve_error is not None), None)
+        finals = [hits_of(r, "final") for r in chosen]
+        unusable = next((error for _, error in finals if error is not None), None)
         if unusable is not None:
             fail(qid, f"invalid result: captured results have no usable doc id: {unusable}", outcome.latency)
             continue
-        run.add(qid, _combine([r.hits for r in chosen], plan.retrieval)[: plan.k], latency=outcome.latency)
+        run.add(qid, _combine([h for h, _ in finals], plan.retrieval)[: plan.k], latency=outcome.latency)
         retrieved.add(
             qid,
-            _combine([r.retrieved for r in chosen], plan.retrieval)[: plan.k],
+            _combine([hits_of(r, "retrieved")[0] for r in chosen], plan.retrieval)[: plan.k],
             latency=sum(r.latency or 0.0 for r in chosen),
         )
         if plan.retrieval == "all":
-            for i, record in enumerate(records, 1):
+            for i, (hits, _) in enumerate(finals, 1):
                 stage = run.stages.setdefault(f"search:{i}", Run(name=f"{plan.name}:search:{i}"))
-                stage.add(qid, record.hits[: plan.k], latency=record.latency)
+                stage.add(qid, hits[: plan.k], latency=chosen[i - 1].latency)
     rec = cap.recorder
     run.config.update(
         {
@@ -621,6 +660,7 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
             "unbound_retrievals": unbound,
             "dropped": rec.dropped,
             "internal_errors": rec.internal_errors,
+            **id_config,
         }
     )
     retrieved.config.update({**run.config, "stage": "retrieved"})

@@ -142,9 +142,24 @@ class Evaluation:
         return "; ".join(parts) + "".join(f"\nwarning: {note}" for note in self.notes)
 
 
+def _golden_qrels(golden: GoldenSet) -> Qrels:
+    """The golden set's qrels, limited to its questions (a golden set cut to a subset keeps its full qrels)."""
+    qrels = golden.qrels
+    ids = tuple(q.id for q in golden.queries)
+    wanted = set(ids)
+    if all(qid in wanted for qid in qrels):
+        return qrels
+    key = ("golden-subset", ids)
+    cached = qrels._cache.get(key)
+    if cached is None:  # kept on the qrels, so that the hit tables cached per qrels object are reused
+        cached = Qrels._trusted({q: d for q, d in qrels._data.items() if q in wanted}, name=qrels.name)
+        qrels._cache[key] = cached
+    return cached  # type: ignore[no-any-return]
+
+
 def _as_qrels(qrels: Any) -> Qrels:
     if isinstance(qrels, GoldenSet):
-        return qrels.qrels
+        return _golden_qrels(qrels)
     if isinstance(qrels, Qrels):
         return qrels
     if isinstance(qrels, Mapping):
@@ -225,8 +240,8 @@ def evaluate(
     Parameters
     ----------
     qrels:
-        A :class:`~rankbridge.GoldenSet` (its qrels; its corpus ids also serve the id check), a
-        :class:`~rankbridge.Qrels` or ``{qid: {doc: label}}``.
+        A :class:`~rankbridge.GoldenSet` (the qrels of its questions; its corpus ids also serve the id
+        check), a :class:`~rankbridge.Qrels` or ``{qid: {doc: label}}``.
     run:
         A :class:`~rankbridge.Run`, ``{qid: {doc: score}}`` (ranked by score, ties broken by doc id
         descending as trec_eval does), ``{qid: [doc ids in rank order]}``, or a precomputed
