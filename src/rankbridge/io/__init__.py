@@ -7,11 +7,20 @@ every writer is atomic (a failure leaves no partial file).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
-from rankbridge.io.beir import read_beir, read_beir_corpus, read_beir_qrels, read_beir_queries
+from rankbridge.io import trec as _trec
+from rankbridge.io.beir import (
+    read_beir,
+    read_beir_corpus,
+    read_beir_qrels,
+    read_beir_queries,
+    write_beir,
+    write_beir_qrels,
+)
 from rankbridge.io.jsonl import read_qrels_jsonl, read_run_jsonl, write_qrels_jsonl, write_run_jsonl
-from rankbridge.io.trec import read_qrels, read_run, write_qrels, write_run
+from rankbridge.io.trec import read_qrels, read_run
 from rankbridge.types import Qrels, Run
 
 __all__ = [
@@ -25,6 +34,8 @@ __all__ = [
     "read_qrels_jsonl",
     "read_run",
     "read_run_jsonl",
+    "write_beir",
+    "write_beir_qrels",
     "write_qrels",
     "write_qrels_jsonl",
     "write_run",
@@ -32,18 +43,92 @@ __all__ = [
 ]
 
 
-def load_qrels(path: str | os.PathLike[str]) -> Qrels:
-    """Read qrels by file type: ``.jsonl`` (JSON Lines), ``.tsv`` (BEIR), otherwise TREC."""
-    suffix = Path(path).suffix.lower()
+def _suffix(path: str | os.PathLike[str]) -> str:
+    return Path(path).suffix.lower()
+
+
+def load_qrels(path: str | os.PathLike[str], *, name: str | None = None) -> Qrels:
+    """Read qrels by file type: ``.jsonl`` (JSON Lines), ``.tsv`` (BEIR), otherwise TREC.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "qrels.tsv"
+    >>> write_qrels({"q1": {"d1": 2}}, p)
+    >>> load_qrels(p).to_dict()
+    {'q1': {'d1': 2}}
+    """
+    suffix = _suffix(path)
     if suffix == ".jsonl":
-        return read_qrels_jsonl(path)
+        return read_qrels_jsonl(path, name=name)
     if suffix == ".tsv":
-        return read_beir_qrels(path)
-    return read_qrels(path)
+        qrels = read_beir_qrels(path)
+        if name is not None:
+            qrels.name = name
+        return qrels
+    return read_qrels(path, name=name)
 
 
-def load_run(path: str | os.PathLike[str], *, duplicates: str = "error") -> Run:
-    """Read a run by file type: ``.jsonl`` (JSON Lines, rank order), otherwise TREC."""
-    if Path(path).suffix.lower() == ".jsonl":
-        return read_run_jsonl(path)
-    return read_run(path, duplicates=duplicates)  # type: ignore[arg-type]
+def load_run(path: str | os.PathLike[str], *, duplicates: str = "error", name: str | None = None) -> Run:
+    """Read a run by file type: ``.jsonl`` (JSON Lines, rank order), otherwise TREC.
+
+    ``duplicates`` applies to TREC files (see :func:`read_run`); a JSON Lines run keeps the first of
+    repeated hits and counts the others in :attr:`Run.duplicates`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "run.jsonl"
+    >>> write_run(Run.from_ranked({"q1": ["d2", "d1"]}, name="bm25"), p)
+    >>> load_run(p).ranking("q1")
+    ['d2', 'd1']
+    """
+    if _suffix(path) == ".jsonl":
+        return read_run_jsonl(path, name=name)
+    return read_run(path, duplicates=duplicates, name=name)  # type: ignore[arg-type]
+
+
+def write_run(
+    run: Run | Mapping[str, Mapping[str, float]], path: str | os.PathLike[str], *, tag: str | None = None
+) -> None:
+    """Write a run by file type, so that :func:`load_run` reads it back: ``.jsonl`` or TREC.
+
+    A ``.jsonl`` name gets JSON Lines (:func:`write_run_jsonl`: rank order, scores, texts, metadata,
+    errors and latencies; ``tag`` renames the run). Any other name gets a TREC run file
+    (:func:`rankbridge.io.trec.write_run`: ids and scores, rank order kept).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from rankbridge import Hit
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "run.jsonl"
+    >>> run = Run.from_ranked({"q1": [Hit("d2", 0.2, "chunk text"), Hit("d1", 0.9)]}, name="dense")
+    >>> write_run(run, p)
+    >>> load_run(p).hits("q1") == run.hits("q1")
+    True
+    """
+    if _suffix(path) == ".jsonl":
+        obj = run if isinstance(run, Run) else Run.from_scores(run, name="rankbridge")
+        write_run_jsonl(obj, path, name=tag)
+        return
+    _trec.write_run(run, path, tag=tag)
+
+
+def write_qrels(qrels: Qrels | Mapping[str, Mapping[str, int]], path: str | os.PathLike[str]) -> None:
+    """Write qrels by file type, so that :func:`load_qrels` reads them back: ``.jsonl``, ``.tsv`` or TREC.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "qrels.jsonl"
+    >>> write_qrels(Qrels({"q1": {"d1": 2, "d2": 0}}), p)
+    >>> load_qrels(p).to_dict()
+    {'q1': {'d1': 2, 'd2': 0}}
+    """
+    suffix = _suffix(path)
+    if suffix == ".jsonl":
+        write_qrels_jsonl(qrels, path)
+    elif suffix == ".tsv":
+        write_beir_qrels(qrels, path)
+    else:
+        _trec.write_qrels(qrels, path)

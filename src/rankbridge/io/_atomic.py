@@ -1,24 +1,56 @@
-"""Atomic file writes: write to a temporary file beside the target, then rename over it."""
+"""Atomic writes: build beside the target, then rename over it.
+
+:func:`atomic_write` writes one text file; :func:`atomic_dir` builds a whole folder (a BEIR dataset).
+A failure leaves the target as it was and no temporary file or folder behind.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["atomic_write"]
+from rankbridge.errors import InputError
+
+__all__ = ["atomic_dir", "atomic_write"]
 
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike[str]) -> Iterator[TextIO]:
     """Open a text file for writing that appears at ``path`` only if the block succeeds.
 
-    On any error the temporary file is removed and ``path`` is left as it was.
+    On any error the temporary file is removed and ``path`` is left as it was. A symbolic link is
+    followed (the file it points to is replaced, the link stays). A target that exists and is not a
+    regular file -- ``/dev/stdout``, a named pipe, a device -- is written directly, since renaming over
+    it would replace the device with a file; a directory is refused.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "out.txt"
+    >>> with atomic_write(p) as fh:
+    ...     _ = fh.write("done\\n")
+    >>> p.read_text()
+    'done\\n'
     """
-    target = Path(path)
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError:  # unreadable parent and the like: let the open below report it
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise InputError(f"cannot write {str(path)!r}: expected a file name, found a directory")
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(target, "w", encoding="utf-8", newline="\n") as stream:
+            yield stream
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
@@ -32,3 +64,66 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[TextIO]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def atomic_dir(
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    replaceable: Callable[[Path], list[str]] | None = None,
+) -> Iterator[Path]:
+    """Yield a temporary folder beside ``path`` that becomes ``path`` only if the block succeeds.
+
+    A missing or empty target is simply replaced. A non-empty folder is refused unless ``overwrite`` is
+    true; then ``replaceable(folder)`` (when given) lists the entries that make it unsafe to delete, and
+    any such entry refuses the overwrite too. A target that is not a folder is always refused.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp()) / "data"
+    >>> with atomic_dir(root) as tmp:
+    ...     _ = (tmp / "a.txt").write_text("x")
+    >>> sorted(p.name for p in root.iterdir())
+    ['a.txt']
+    """
+    target = Path(path)
+    if target.exists() or target.is_symlink():
+        if not target.is_dir():
+            raise InputError(f"cannot write folder {str(path)!r}: expected a folder or a new name, found a file")
+        entries = sorted(p.name for p in target.iterdir())
+        if entries and not overwrite:
+            shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+            raise InputError(
+                f"cannot write folder {str(path)!r}: it is not empty (holds {shown}); pass overwrite=True to replace it"
+            )
+        if entries and replaceable is not None:
+            foreign = replaceable(target)
+            if foreign:
+                raise InputError(
+                    f"cannot overwrite folder {str(path)!r}: it holds files this writer did not make "
+                    f"({', '.join(foreign[:5])}); remove them or choose another folder"
+                )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    old: Path | None = None
+    try:
+        os.chmod(tmp, 0o755)  # mkdtemp creates 0700
+        yield tmp
+        if target.is_dir() and any(target.iterdir()):
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+            os.replace(target, old / "data")
+        try:
+            os.replace(tmp, target)
+        except BaseException:
+            if old is not None:  # put the previous folder back
+                os.replace(old / "data", target)
+                shutil.rmtree(old, ignore_errors=True)
+                old = None
+            raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

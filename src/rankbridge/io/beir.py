@@ -1,20 +1,35 @@
 """BEIR folders: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``.
 
 The qrels TSV has a header line (``query-id corpus-id score``) and tab-separated rows; CRLF line endings
-are accepted. Documents keep ``title``, ``text`` and ``metadata``.
+are accepted. Documents keep ``title``, ``text``, ``metadata`` and any other field. Queries may carry,
+beside BEIR's ``_id``, ``text`` and ``metadata``, a ``category``, a ``reference`` answer and
+``reference_context_ids`` (top level, or the first two in ``metadata``).
+
+:func:`write_beir` writes a :class:`~rankbridge.GoldenSet` as such a folder and :func:`read_beir` reads it
+back equal.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rankbridge.errors import ParseError
-from rankbridge.io.jsonl import iter_jsonl
-from rankbridge.types import GoldenSet, Qrels, Query
+from rankbridge.errors import InputError, ParseError
+from rankbridge.io._atomic import atomic_dir, atomic_write
+from rankbridge.io.jsonl import _json_default, iter_jsonl
+from rankbridge.types import GoldenSet, Qrels, Query, _check_id
 
-__all__ = ["read_beir", "read_beir_corpus", "read_beir_qrels", "read_beir_queries"]
+__all__ = [
+    "read_beir",
+    "read_beir_corpus",
+    "read_beir_qrels",
+    "read_beir_queries",
+    "write_beir",
+    "write_beir_qrels",
+]
 
 
 def read_beir_qrels(path: str | os.PathLike[str]) -> Qrels:
@@ -68,11 +83,17 @@ def read_beir_queries(path: str | os.PathLike[str]) -> dict[str, Query]:
         # optional extras beside BEIR's fields: a category and a reference answer, top level or in metadata
         category = obj.get("category", meta.get("category"))
         reference = obj.get("reference", meta.get("reference", meta.get("answer")))
+        context_ids = obj.get("reference_context_ids") or []
+        if not isinstance(context_ids, list) or not all(isinstance(c, (str, int)) for c in context_ids):
+            raise ParseError(
+                f"'reference_context_ids' must be a list of ids, found {context_ids!r}", source=src, line=lineno
+            )
         out[qid] = Query(
             qid,
             str(obj["text"]),
             category=None if category is None else str(category),
             reference=None if reference is None else str(reference),
+            reference_context_ids=tuple(str(c) for c in context_ids),
             metadata=meta,
         )
     return out
@@ -88,7 +109,9 @@ def read_beir_corpus(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
         doc = str(obj["_id"])
         if doc in out:
             raise ParseError(f"doc id {doc!r} appears twice", source=src, line=lineno)
-        out[doc] = {"title": obj.get("title") or "", "text": obj["text"], "metadata": obj.get("metadata") or {}}
+        extra = {k: v for k, v in obj.items() if k not in ("_id", "title", "text", "metadata")}
+        title, meta = obj.get("title") or "", obj.get("metadata") or {}
+        out[doc] = {"title": title, "text": obj["text"], "metadata": meta, **extra}
     return out
 
 
@@ -113,3 +136,161 @@ def read_beir(path: str | os.PathLike[str], *, split: str = "test", load_corpus:
     golden = [queries[q] for q in qrels]
     qrels.name = f"{root.name}/{split}"
     return GoldenSet(golden, qrels, corpus=corpus, name=root.name)
+
+
+def _tsv_id(value: str, what: str, where: str) -> str:
+    if not value or any(c in value for c in "\t\r\n") or value != value.strip():
+        raise InputError(
+            f"{where}: a {what} in a BEIR qrels file cannot be empty, hold tabs or line breaks, "
+            f"or start or end with spaces; found {value!r}"
+        )
+    return value
+
+
+def write_beir_qrels(qrels: Qrels | Mapping[str, Mapping[str, int]], path: str | os.PathLike[str]) -> None:
+    """Write a BEIR qrels TSV (header ``query-id corpus-id score``) atomically.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "test.tsv"
+    >>> write_beir_qrels(Qrels({"q1": {"d1": 2}}), p)
+    >>> p.read_text()
+    'query-id\\tcorpus-id\\tscore\\nq1\\td1\\t2\\n'
+    >>> read_beir_qrels(p).to_dict()
+    {'q1': {'d1': 2}}
+    """
+    data = qrels if isinstance(qrels, Qrels) else Qrels(qrels)
+    for qid, docs in data.items():
+        _tsv_id(qid, "query id", f"qrels[{qid!r}]")
+        for doc in docs:
+            _tsv_id(doc, "doc id", f"qrels[{qid!r}][{doc!r}]")
+    with atomic_write(path) as fh:
+        _write_qrels_rows(fh, data, list(data))
+
+
+def _write_qrels_rows(fh: Any, qrels: Qrels, order: list[str]) -> None:
+    fh.write("query-id\tcorpus-id\tscore\n")
+    for qid in order:
+        for doc, label in qrels[qid].items():
+            fh.write(f"{qid}\t{doc}\t{label}\n")
+
+
+def _dumps(obj: Mapping[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=_json_default) + "\n"
+
+
+def _beir_entries(folder: Path) -> list[str]:
+    """The entries of ``folder`` that a BEIR writer did not make (so overwriting it would lose them)."""
+    ours = {"corpus.jsonl", "queries.jsonl", "qrels"}
+    foreign = [p.name for p in folder.iterdir() if p.name not in ours]
+    qrels_dir = folder / "qrels"
+    if qrels_dir.is_dir():
+        foreign += [f"qrels/{p.name}" for p in qrels_dir.iterdir() if p.suffix != ".tsv"]
+    elif qrels_dir.exists():
+        foreign.append("qrels")
+    return sorted(foreign)
+
+
+def write_beir(
+    golden: GoldenSet, folder: str | os.PathLike[str], *, split: str = "test", overwrite: bool = False
+) -> None:
+    """Write a golden set as a BEIR folder that :func:`read_beir` reads back equal.
+
+    Writes ``corpus.jsonl`` (when the golden set has a corpus), ``queries.jsonl`` and
+    ``qrels/<split>.tsv``. Each query's category, reference answer and reference context ids are written
+    beside BEIR's fields. The folder is built beside the target and renamed into place, so a failure
+    leaves nothing half-written.
+
+    Parameters
+    ----------
+    golden:
+        The golden set. Every judged query must be one of its queries.
+    folder:
+        The folder to create. Read back with ``read_beir(folder, split=split)``, whose golden set is named
+        after the folder.
+    split:
+        The qrels file's name (``qrels/<split>.tsv``).
+    overwrite:
+        Replace a non-empty folder. Only a folder that holds nothing but BEIR files (``corpus.jsonl``,
+        ``queries.jsonl``, ``qrels/*.tsv``) is replaced; anything else is refused.
+
+    Notes
+    -----
+    ``read_beir`` keeps only the queries judged in the split, as BEIR evaluates them: a query without
+    judgments is written to ``queries.jsonl`` but not read back. Documents read back with ``title`` ``""``
+    and ``metadata`` ``{}`` filled in when they had none. A golden set without a corpus is written
+    without ``corpus.jsonl``: read it back with ``read_beir(folder, load_corpus=False)``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> golden = GoldenSet(
+    ...     [Query("q1", "what causes scurvy?", category="medical")],
+    ...     Qrels({"q1": {"d1": 1}}),
+    ...     corpus={"d1": {"title": "Scurvy", "text": "Lack of vitamin C.", "metadata": {}}},
+    ...     name="toy",
+    ... )
+    >>> folder = pathlib.Path(tempfile.mkdtemp()) / "toy"
+    >>> write_beir(golden, folder)
+    >>> sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+    ['corpus.jsonl', 'qrels', 'qrels/test.tsv', 'queries.jsonl']
+    >>> read_beir(folder) == golden
+    True
+    """
+    if not isinstance(golden, GoldenSet):
+        raise InputError(f"write_beir: expected a GoldenSet, found {type(golden).__name__}")
+    if not split or any(c in split for c in "/\\\0") or split.startswith("."):
+        raise InputError(f"write_beir: split must be a plain file name such as 'test'. Got {split!r} instead.")
+    known = {q.id for q in golden.queries}
+    unknown = [q for q in golden.qrels if q not in known]
+    if unknown:
+        raise InputError(
+            f"write_beir: golden set {golden.name!r} judges {len(unknown)} queries it has no text for "
+            f"(e.g. {unknown[0]!r}); read_beir would refuse the folder"
+        )
+    for qid, docs in golden.qrels.items():
+        _tsv_id(qid, "query id", f"qrels[{qid!r}]")
+        for doc in docs:
+            _tsv_id(doc, "doc id", f"qrels[{qid!r}][{doc!r}]")
+    query_lines = []
+    for i, q in enumerate(golden.queries):
+        obj: dict[str, Any] = {"_id": q.id, "text": q.text}
+        meta = dict(q.metadata)
+        if meta:
+            obj["metadata"] = meta
+        # read_beir falls back on metadata["category"/"reference"/"answer"]: write None to stop that
+        if q.category is not None or "category" in meta:
+            obj["category"] = q.category
+        if q.reference is not None or "reference" in meta or "answer" in meta:
+            obj["reference"] = q.reference
+        if q.reference_context_ids:
+            obj["reference_context_ids"] = list(q.reference_context_ids)
+        try:
+            query_lines.append(_dumps(obj))
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"write_beir: query {i} ({q.id!r}) cannot be written as JSON: {exc}") from None
+    corpus_lines = []
+    for doc_id, entry in (golden.corpus or {}).items():
+        where = f"corpus[{doc_id!r}]"
+        if not isinstance(entry, Mapping) or "text" not in entry:
+            if isinstance(entry, Mapping):
+                found = f"fields {', '.join(map(str, entry)) or 'none'}"
+            else:
+                found = type(entry).__name__
+            raise InputError(f"write_beir: {where}: expected a mapping with a 'text' field, found {found}")
+        doc_obj = {"_id": _check_id(doc_id, "doc id", where), **{k: v for k, v in entry.items() if k != "_id"}}
+        try:
+            corpus_lines.append(_dumps(doc_obj))
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"write_beir: {where} cannot be written as JSON: {exc}") from None
+    with atomic_dir(folder, overwrite=overwrite, replaceable=_beir_entries) as tmp:
+        (tmp / "qrels").mkdir()
+        with open(tmp / "queries.jsonl", "w", encoding="utf-8", newline="\n") as fh:
+            fh.writelines(query_lines)
+        if golden.corpus is not None:
+            with open(tmp / "corpus.jsonl", "w", encoding="utf-8", newline="\n") as fh:
+                fh.writelines(corpus_lines)
+        order = [q.id for q in golden.queries if q.id in golden.qrels]
+        with open(tmp / "qrels" / f"{split}.tsv", "w", encoding="utf-8", newline="\n") as fh:
+            _write_qrels_rows(fh, golden.qrels, order)

@@ -3,9 +3,11 @@
 Run JSONL, one object per query::
 
     {"query_id": "q1", "hits": [{"doc_id": "d3", "score": 0.8, "text": "...", "metadata": {...}}, ...],
-     "error": null, "latency": 0.012}
+     "error": null, "latency": 0.012, "run": "bm25", "duplicates": 1, "answer": "..."}
 
-The hits are in rank order (a ranked run). Qrels JSONL, one object per judgment::
+The hits are in rank order (a ranked run). ``hits`` and ``query_id`` are required; ``run`` (the run's
+name), ``duplicates`` (repeated hits that were dropped), ``answer`` (an application's answer) and the
+hit fields other than ``doc_id`` are optional. Qrels JSONL, one object per judgment::
 
     {"query_id": "q1", "doc_id": "d3", "relevance": 2}
 """
@@ -53,8 +55,35 @@ def _field(obj: Mapping[str, Any], key: str, src: str, lineno: int) -> Any:
     return obj[key]
 
 
+def _json_default(value: Any) -> Any:
+    """numpy scalars and arrays become numbers and lists; sets and tuples lists; anything else its str()."""
+    if hasattr(value, "dtype") and hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    return str(value)
+
+
+def _number(value: Any, key: str, src: str, lineno: int) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ParseError(f"{key!r} must be a number of seconds, found {value!r}", source=src, line=lineno)
+    return float(value)
+
+
 def read_run_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> Run:
-    """Read a ranked run from JSON Lines (see the module docstring for the layout)."""
+    """Read a ranked run from JSON Lines (see the module docstring for the layout).
+
+    The run's name is ``name``, else the ``run`` field of the first line, else the file's stem.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "run.jsonl"
+    >>> _ = p.write_text('{"query_id": "q1", "hits": [{"doc_id": "d2", "score": 0.5}, {"doc_id": "d1"}]}\\n')
+    >>> run = read_run_jsonl(p)
+    >>> run.name, run.ranking("q1")
+    ('run', ['d2', 'd1'])
+    """
     src = str(path)
     run = Run(name=name or Path(path).stem)
     seen: dict[str, int] = {}
@@ -63,8 +92,14 @@ def read_run_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> 
             qid = _check_id(_field(obj, "query_id", src, lineno), "query id", "query_id")
             if qid in seen:
                 raise ParseError(f"query {qid!r} appears twice (first on line {seen[qid]})", source=src, line=lineno)
+            if not seen and name is None and isinstance(obj.get("run"), str):
+                run.name = obj["run"]
             seen[qid] = lineno
             latency = obj.get("latency")
+            if latency is not None:
+                latency = _number(latency, "latency", src, lineno)
+            if isinstance(obj.get("answer"), str):
+                run.answers[qid] = obj["answer"]
             if obj.get("error"):
                 run.add_error(qid, str(obj["error"]), latency=latency)
                 continue
@@ -78,6 +113,11 @@ def read_run_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> 
                 else:
                     hits.append(h)
             run.add(qid, hits, latency=latency)
+            dups = obj.get("duplicates")
+            if dups:
+                if isinstance(dups, bool) or not isinstance(dups, int) or dups < 0:
+                    raise ParseError(f"'duplicates' must be a count >= 0, found {dups!r}", source=src, line=lineno)
+                run.duplicates[qid] = run.duplicates.get(qid, 0) + dups
         except ParseError:
             raise
         except InputError as exc:
@@ -87,8 +127,27 @@ def read_run_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> 
     return run
 
 
-def write_run_jsonl(run: Run, path: str | os.PathLike[str]) -> None:
-    """Write a run as JSON Lines (atomically), errors and latencies included."""
+def write_run_jsonl(run: Run, path: str | os.PathLike[str], *, name: str | None = None) -> None:
+    """Write a run as JSON Lines (atomically) that :func:`read_run_jsonl` reads back equal.
+
+    Hits are written in rank order with their scores, texts and metadata; errors, latencies, dropped
+    duplicate counts, answers and the run's name come along. A scored query is written in its ranking
+    (trec_eval order), so it reads back as a ranked query with the same ranking and scores. The run's
+    ``config`` and ``stages`` are not written. ``name`` replaces the run's name in the file. numpy
+    values in metadata are written as numbers or lists; other values JSON cannot hold are written as
+    their ``str()``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "run.jsonl"
+    >>> run = Run.from_ranked({"q1": [Hit("d2", 0.5, "text"), Hit("d1", 0.7)]}, name="dense")
+    >>> run.add_error("q2", "timeout", latency=5.0)
+    >>> write_run_jsonl(run, p)
+    >>> back = read_run_jsonl(p)
+    >>> back.name, back.hits("q1") == run.hits("q1"), back.errors, back.latency
+    ('dense', True, {'q2': 'timeout'}, {'q2': 5.0})
+    """
     with atomic_write(path) as fh:
         for qid in run.query_ids():
             obj: dict[str, Any] = {"query_id": qid}
@@ -112,7 +171,12 @@ def write_run_jsonl(run: Run, path: str | os.PathLike[str]) -> None:
                 obj["error"] = run.errors[qid]
             if qid in run.latency:
                 obj["latency"] = run.latency[qid]
-            fh.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+            if run.duplicates.get(qid):
+                obj["duplicates"] = run.duplicates[qid]
+            if qid in run.answers:
+                obj["answer"] = run.answers[qid]
+            obj["run"] = run.name if name is None else name
+            fh.write(json.dumps(obj, ensure_ascii=False, default=_json_default) + "\n")
 
 
 def read_qrels_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> Qrels:
@@ -137,9 +201,19 @@ def read_qrels_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -
     return Qrels._trusted(data, name=name or Path(path).stem)
 
 
-def write_qrels_jsonl(qrels: Qrels, path: str | os.PathLike[str]) -> None:
-    """Write qrels as JSON Lines (atomically)."""
+def write_qrels_jsonl(qrels: Qrels | Mapping[str, Mapping[str, int]], path: str | os.PathLike[str]) -> None:
+    """Write qrels as JSON Lines (atomically) that :func:`read_qrels_jsonl` reads back equal.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "qrels.jsonl"
+    >>> write_qrels_jsonl(Qrels({"q1": {"d1": 2}}), p)
+    >>> p.read_text()
+    '{"query_id": "q1", "doc_id": "d1", "relevance": 2}\\n'
+    """
+    data = qrels if isinstance(qrels, Qrels) else Qrels(qrels)
     with atomic_write(path) as fh:
-        for qid, docs in qrels.items():
+        for qid, docs in data.items():
             for doc, label in docs.items():
                 fh.write(json.dumps({"query_id": qid, "doc_id": doc, "relevance": label}, ensure_ascii=False) + "\n")

@@ -162,9 +162,19 @@ def _write_run_lines(fh: TextIO, scores: Mapping[str, Mapping[str, float]], tag:
 def write_run(
     run: Run | Mapping[str, Mapping[str, float]], path: str | os.PathLike[str], *, tag: str | None = None
 ) -> None:
-    """Write a TREC run file (atomically: a failure leaves no partial file).
+    """Write a TREC run file (atomically: a failure leaves no partial file), whatever the file's suffix.
 
-    A ranked run keeps its order: see :meth:`rankbridge.Run.to_scores` for the scores written.
+    A ranked run keeps its order: see :meth:`rankbridge.Run.to_scores` for the scores written. Only ids,
+    ranks and scores fit a TREC file; :func:`rankbridge.io.write_run` picks JSON Lines for a ``.jsonl``
+    name, which keeps texts, metadata, errors and latencies too.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "run.txt"
+    >>> write_run(Run.from_ranked({"q1": ["d2", "d1"]}, name="bm25"), p)
+    >>> p.read_text()
+    'q1 Q0 d2 1 2.0 bm25\\nq1 Q0 d1 2 1.0 bm25\\n'
     """
     scores = run.to_scores() if isinstance(run, Run) else run
     name = tag or (run.name if isinstance(run, Run) else "rankbridge")
@@ -178,8 +188,24 @@ def write_run(
 
 
 def write_qrels(qrels: Qrels | Mapping[str, Mapping[str, int]], path: str | os.PathLike[str]) -> None:
-    """Write a TREC qrels file (atomically)."""
+    """Write a TREC qrels file (atomically) that :func:`read_qrels` reads back equal.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "qrels.txt"
+    >>> write_qrels(Qrels({"q1": {"d1": 2, "d2": 0}}), p)
+    >>> p.read_text()
+    'q1 0 d1 2\\nq1 0 d2 0\\n'
+    >>> read_qrels(p).to_dict()
+    {'q1': {'d1': 2, 'd2': 0}}
+    """
+    data = qrels if isinstance(qrels, Qrels) else Qrels(qrels)
+    for qid, docs in data.items():
+        for doc in docs:
+            if not qid or not doc or any(c.isspace() for c in qid + doc):
+                raise ParseError(f"ids cannot be empty or contain whitespace in a TREC file: {qid!r} {doc!r}")
     with atomic_write(path) as fh:
-        for qid, docs in qrels.items():
+        for qid, docs in data.items():
             for doc, label in docs.items():
-                fh.write(f"{qid} 0 {doc} {int(label)}\n")
+                fh.write(f"{qid} 0 {doc} {label}\n")
