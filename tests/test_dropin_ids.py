@@ -294,3 +294,16 @@ def test_partial_capture_scores_only_what_was_seen() -> None:
     assert zero.num_queries == 10 and zero.mean["mrr@10"] == 0.2
     cmp = rb.compare({"captured": ev}, None, ["mrr@10"])
     assert any("8 missing queries not scored" in w for w in cmp.warnings)
+
+
+def test_a_function_of_the_question_alone_is_scored_on_what_it_returns() -> None:
+    qrels = Qrels({"q1": {"d1": 1}, "q2": {"d2": 1}})
+
+    def search(query: str) -> list[str]:  # no k: run as an app, scored on the list it returns
+        return ["d1", "d9"] if "scurvy" in query else ["d2"]
+
+    run = rb.run_retriever(search, {"q1": "scurvy?", "q2": "rickets?"}, progress=False)
+    assert run.ranking("q1") == ["d1", "d9"] and run.ranking("q2") == ["d2"] and run.errors == {}
+    assert rb.evaluate(qrels, run, ["mrr@10"]).mean["mrr@10"] == 1.0
+    with pytest.raises(rb.InputError, match=r"should take k: f\(query, k\)"):
+        rb.run_retriever(search, {"q1": "scurvy?"}, progress=False, checkpoint="x.jsonl")

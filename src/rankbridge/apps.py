@@ -27,7 +27,9 @@ LangGraph graph (``create_agent``)                 ``invoke({"messages": [{"role
                                                    the answer is the last message
 LangChain ``Runnable`` (an LCEL chain), not a      ``invoke(q)`` / ``ainvoke`` (``input_key``:
 ``BaseRetriever`` or ``VectorStore``               ``invoke({input_key: q})``)
-a callable with exactly one positional parameter   ``f(q)`` (awaited when it is a coroutine function)
+a callable with exactly one positional parameter   ``f(q)`` (awaited when it is a coroutine function); one
+                                                   that returns a list of results rather than an answer is
+                                                   scored on that list, as a retriever
 =================================================  =========================================================
 
 A callable ``f(query, k)`` (two positional parameters) is a retriever, as before; so are LlamaIndex and
@@ -93,7 +95,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from rankbridge.errors import InputError
+from rankbridge.errors import InputError, RankbridgeError
+from rankbridge.retriever import normalize_hits
 from rankbridge.types import GoldenSet, Hit, Query, Run
 
 if TYPE_CHECKING:
@@ -603,6 +606,20 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
         counts[qid] = len(records)
         if outcome.error is not None:
             fail(qid, outcome.error, outcome.latency)
+            continue
+        if not records and plan.call.method == "call" and isinstance(outcome.output, list):
+            # f(query) that returns its results instead of an answer: a retriever, scored on what it returned
+            try:
+                hits, notes = normalize_hits(
+                    outcome.output, k=plan.k or 1 << 62, id_from=cap.recorder.id_from,
+                    doc_map=cap.recorder.doc_map, keep_text=cap.recorder.keep_text,
+                )  # fmt: skip
+            except RankbridgeError as exc:
+                fail(qid, f"invalid result: {exc}", outcome.latency)
+                continue
+            run.add(qid, hits, latency=outcome.latency)
+            if notes:
+                problems.setdefault(qid, []).extend(notes)
             continue
         answer = _answer_text(outcome.output, plan.answer_key)
         if answer is None:

@@ -878,7 +878,10 @@ def _refuse_suspicious(
 def _check_app_options(checkpoint: Any, mode: Any, retries: Any) -> None:
     """Options of the retriever runner that an app run (:func:`rankbridge.apps.run_app`) cannot honour."""
     if checkpoint is not None:
-        raise InputError("checkpoint= resumes retriever runs; an app (chain, agent, chat engine) has no checkpoint")
+        raise InputError(
+            "checkpoint= resumes retriever runs; an app (chain, agent, chat engine, a function of the question "
+            "alone) has no checkpoint. A function that retrieves should take k: f(query, k)"
+        )
     if mode != "auto":
         raise InputError(f"mode={mode!r} applies to retrievers; an app is called the way it is built")
     if retries is not None:
