@@ -307,3 +307,9 @@ def test_a_function_of_the_question_alone_is_scored_on_what_it_returns() -> None
     assert rb.evaluate(qrels, run, ["mrr@10"]).mean["mrr@10"] == 1.0
     with pytest.raises(rb.InputError, match=r"should take k: f\(query, k\)"):
         rb.run_retriever(search, {"q1": "scurvy?"}, progress=False, checkpoint="x.jsonl")
+
+
+def test_retrieval_choice_is_for_apps_only() -> None:
+    with pytest.raises(rb.InputError, match=r"retrieval='first' chooses among an app's retrievals"):
+        rb.run_retriever(lambda query, k: ["d1"], {"q1": "x"}, retrieval="first", progress=False)
+    assert rb.run_app is rb.apps.run_app and rb.is_app(lambda question: "answer")  # type: ignore[attr-defined]

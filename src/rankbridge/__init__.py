@@ -32,6 +32,7 @@ from rankbridge.types import GoldenSet, Hit, Qrels, Query, Run
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; loaded lazily at run time
     from rankbridge import integrations
     from rankbridge.adapters import adapt
+    from rankbridge.apps import arun_app, is_app, run_app
     from rankbridge.callbacks import capture
     from rankbridge.judge import Judge, generate_queries, judge_runs
     from rankbridge.retriever import Retriever, StaticRetriever
@@ -45,6 +46,9 @@ __version__ = "0.1.0"
 # the module `rankbridge.compare` anywhere would otherwise leave `rankbridge.compare` bound to the module.)
 _LAZY = {
     "adapt": "rankbridge.adapters",
+    "arun_app": "rankbridge.apps",
+    "is_app": "rankbridge.apps",
+    "run_app": "rankbridge.apps",
     "Retriever": "rankbridge.retriever",
     "StaticRetriever": "rankbridge.retriever",
     "RunSummary": "rankbridge.runner",
@@ -98,6 +102,7 @@ __all__ = [
     "StaticRetriever",
     "__version__",
     "adapt",
+    "arun_app",
     "arun_retriever",
     "assert_retrieval_quality",
     "capture",
@@ -107,10 +112,12 @@ __all__ = [
     "gate",
     "generate_queries",
     "integrations",
+    "is_app",
     "judge_runs",
     "load_qrels",
     "load_run",
     "parse_measure",
+    "run_app",
     "run_retriever",
     "slices",
     "summarize",

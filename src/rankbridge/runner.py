@@ -52,11 +52,14 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from rankbridge.errors import IdMismatchError, InputError, ParseError, RankbridgeError, RetrievalError
 from rankbridge.retriever import normalize_hits
 from rankbridge.types import GoldenSet, Hit, Query, Run, _check_id
+
+if TYPE_CHECKING:
+    from rankbridge.apps import Retrieval
 
 __all__ = ["RunSummary", "arun_retriever", "run_retriever", "summarize"]
 
@@ -913,6 +916,7 @@ def run_retriever(
     keep_text: bool = True,
     keep_going: bool = False,
     check_ids: bool = True,
+    retrieval: Retrieval | None = None,
 ) -> Run:
     """Retrieve the top ``k`` for every query and return them as a :class:`~rankbridge.Run`.
 
@@ -970,6 +974,10 @@ def run_retriever(
         given, an id source of the results that does match (``ref_doc_id``, ``metadata:KEY``) is used and
         recorded in ``run.config["id_resolution"]``; otherwise :class:`~rankbridge.IdMismatchError` is
         raised naming the ``id_from=`` to pass. The finished run is checked again. ``False`` skips both.
+    retrieval:
+        For an app that may retrieve several times per question (an agent): which retrievals are scored,
+        ``"final"`` (default), ``"first"``, ``"last"``, ``"merge"`` or ``"all"`` (see
+        :func:`rankbridge.apps.run_app`). Refused for a retriever.
 
     Returns
     -------
@@ -1000,10 +1008,14 @@ def run_retriever(
         _check_app_options(checkpoint, mode, retries)
         run = run_app(
             retriever, queries, concurrency=concurrency, timeout=timeout, name=name, id_from=id_from,
-            doc_map=doc_map, keep_text=keep_text, progress=progress, k=k,
+            doc_map=doc_map, keep_text=keep_text, progress=progress, k=k, retrieval=retrieval or "final",
         )  # fmt: skip
         golden = queries if isinstance(queries, GoldenSet) else None
         return _refuse_suspicious(run, golden, check_ids=check_ids, keep_going=keep_going)
+    if retrieval is not None:
+        raise InputError(
+            f"retrieval={retrieval!r} chooses among an app's retrievals; {type(retriever).__name__} is a retriever"
+        )
     p = _prepare(
         retriever, queries, k=k, concurrency=concurrency, timeout=timeout, retries=2 if retries is None else retries,
         backoff=backoff,
@@ -1053,6 +1065,7 @@ async def arun_retriever(
     keep_text: bool = True,
     keep_going: bool = False,
     check_ids: bool = True,
+    retrieval: Retrieval | None = None,
 ) -> Run:
     """Async :func:`run_retriever`, on the caller's event loop (same parameters and result).
 
@@ -1077,10 +1090,14 @@ async def arun_retriever(
         _check_app_options(checkpoint, mode, retries)
         run = await arun_app(
             retriever, queries, concurrency=concurrency, timeout=timeout, name=name, id_from=id_from,
-            doc_map=doc_map, keep_text=keep_text, progress=progress, k=k,
+            doc_map=doc_map, keep_text=keep_text, progress=progress, k=k, retrieval=retrieval or "final",
         )  # fmt: skip
         golden = queries if isinstance(queries, GoldenSet) else None
         return _refuse_suspicious(run, golden, check_ids=check_ids, keep_going=keep_going)
+    if retrieval is not None:
+        raise InputError(
+            f"retrieval={retrieval!r} chooses among an app's retrievals; {type(retriever).__name__} is a retriever"
+        )
     p = _prepare(
         retriever, queries, k=k, concurrency=concurrency, timeout=timeout, retries=2 if retries is None else retries,
         backoff=backoff,
