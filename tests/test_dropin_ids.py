@@ -313,3 +313,16 @@ def test_retrieval_choice_is_for_apps_only() -> None:
     with pytest.raises(rb.InputError, match=r"retrieval='first' chooses among an app's retrievals"):
         rb.run_retriever(lambda query, k: ["d1"], {"q1": "x"}, retrieval="first", progress=False)
     assert rb.run_app is rb.apps.run_app and rb.is_app(lambda question: "answer")  # type: ignore[attr-defined]
+
+
+def test_report_on_mismatched_ids_never_advises_judging() -> None:
+    qrels, run = _uuid_run(metadata=False)
+    with pytest.warns(IdMismatchWarning):
+        ev = rb.evaluate(qrels, run, ["ndcg@10", "mrr@10"])
+    cmp = rb.compare({"uuids": ev}, None, ["ndcg@10"])
+    golden = GoldenSet([Query(q, q) for q in qrels], qrels)
+    report = cmp.report(runs={"uuids": run}, golden=golden)
+    for text in (report.to_markdown(), report.to_html(plots=False)):
+        assert "doc ids do not match the qrels" in text
+        assert "judge them" not in text and "judge these" not in text
+        assert "because the run&#x27;s doc ids do not match" in text or "because the run's doc ids do not match" in text

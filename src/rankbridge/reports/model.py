@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
@@ -1122,14 +1122,23 @@ _FAILURE_TITLES = {
 }
 
 
+_ID_MISMATCH_TITLE = "top {k} mostly unjudged because the run's doc ids do not match the qrels' (see the warnings)"
+
+
 def _failure_sections(
-    f: Failures, texts: Mapping[str, str], runs: Sequence[str], max_items: int
+    f: Failures,
+    texts: Mapping[str, str],
+    runs: Sequence[str],
+    max_items: int,
+    mismatched: Collection[str] = (),
 ) -> tuple[tuple[RunFailureSummary, ...], tuple[QueryItem, ...]]:
     out = []
     for run in [r for r in runs if r in f.runs] + [r for r in f.runs if r not in runs]:
         rf = f.runs[run]
         lists = []
         for key, title in _FAILURE_TITLES.items():
+            if key == "mostly_unjudged" and run in mismatched:
+                title = _ID_MISMATCH_TITLE  # an id problem, not a judging gap: judging would not help
             items = getattr(rf, key)
             lists.append(
                 FailureList(
@@ -1143,6 +1152,13 @@ def _failure_sections(
         out.append(RunFailureSummary(run=run, k=rf.k, num_queries=rf.num_queries, lists=tuple(lists)))
     unsolved = tuple(_item(it, texts) for it in f.unsolved[:max_items])
     return tuple(out), unsolved
+
+
+def _id_mismatched(comparison: Comparison) -> set[str]:
+    """Runs whose evaluation found doc ids that do not match the qrels (:mod:`rankbridge.idmatch`)."""
+    return {
+        run for run, ev in comparison.evaluations.items() if any(n.startswith("doc ids do not match") for n in ev.notes)
+    }
 
 
 def _best_worst(
@@ -1359,7 +1375,9 @@ def build_report(
     fail_sections: tuple[RunFailureSummary, ...] = ()
     unsolved: tuple[QueryItem, ...] = ()
     if failures is not None:
-        fail_sections, unsolved = _failure_sections(failures, texts, comparison.runs, max_items)
+        fail_sections, unsolved = _failure_sections(
+            failures, texts, comparison.runs, max_items, _id_mismatched(comparison)
+        )
 
     slice_tables: dict[str, SliceTable] = {}
     if isinstance(slices, SliceTable):
@@ -1397,7 +1415,7 @@ def build_report(
             for p in relevance.profiles
             if not _nan(p.shares["unjudged"]) and p.shares["unjudged"] > UNJUDGED_WARNING
         ]
-        mismatched = {run for run, ev in comparison.evaluations.items() if any("doc ids" in n for n in ev.notes)}
+        mismatched = _id_mismatched(comparison)
         heavy = [(run, share) for run, share in heavy if run not in mismatched]  # not a judging gap: said above
         if heavy:
             listed = ", ".join(f"{run} {fmt_pct(share)}" for run, share in heavy)
