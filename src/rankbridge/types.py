@@ -14,18 +14,20 @@ A :class:`Run` holds, per query, one of two kinds of result:
 
 from __future__ import annotations
 
+import importlib
 import math
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from rankbridge.errors import InputError
+from rankbridge.errors import InputError, MissingExtraError
 
 __all__ = ["GoldenSet", "Hit", "Qrels", "Query", "Run"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Hit:
     """One retrieved item.
 
@@ -51,23 +53,71 @@ class Hit:
     text: str | None = None
     metadata: Mapping[str, Any] | None = None
 
+    def __repr__(self) -> str:
+        # a hit's text is a whole chunk: printing a list of hits must not print the corpus
+        return (
+            f"Hit(doc_id={_short(self.doc_id)}, score={self.score!r}, text={_short(self.text)}, "
+            f"metadata={_short(self.metadata)})"
+        )
+
+
+def _short(value: object, limit: int = 60) -> str:
+    """``repr(value)``, cut to about ``limit`` characters (for reprs that must stay one short line)."""
+    if isinstance(value, str):
+        return repr(value if len(value) <= limit else value[: limit - 3] + "...")
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, Mapping):
+        keys = ", ".join(str(k) for k in list(value)[:5])
+        return f"<{len(value)} keys: {_short(keys, limit - 12)[1:-1]}{'...' if len(value) > 5 else ''}>"
+    return text[: limit - 3] + "..."
+
+
+def _is_bool(value: object) -> bool:
+    """True for ``bool`` and numpy's ``bool_`` (which is no ``bool`` subclass)."""
+    return isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", None) == "b"
+
+
+def _describe(value: object) -> str:
+    """``type value`` for an error message, with a hint for the usual culprits of data frames."""
+    text = f"{type(value).__name__} {value!r}"
+    if isinstance(value, float) or getattr(getattr(value, "dtype", None), "kind", None) == "f":
+        f = float(value)  # type: ignore[arg-type]
+        if f != f:
+            return f"{text} (a missing value?)"
+        return f"{text} (ids read as floats because a column has missing values? convert the column to int or str)"
+    return text
+
 
 def _check_id(value: object, what: str, where: str) -> str:
-    if isinstance(value, str):
+    if type(value) is str:
         return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    raise InputError(f"{where}: expected a {what} as str (or int), found {type(value).__name__} {value!r}")
+    if isinstance(value, str):  # numpy.str_ and other str subclasses: a plain str
+        return str.__str__(value)
+    if not _is_bool(value):
+        try:
+            return str(operator.index(value))  # type: ignore[arg-type]  # int, numpy and Arrow integers
+        except TypeError:
+            pass
+    raise InputError(f"{where}: expected a {what} as str (or int), found {_describe(value)}")
 
 
 def _check_label(value: object, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{where}: expected an integer relevance label, found {value!r}")
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise InputError(f"{where}: expected an integer relevance label, found {value!r}")
-        return int(value)
-    return int(value)
+    if type(value) is int:
+        return value
+    if not _is_bool(value):
+        if isinstance(value, float) or getattr(getattr(value, "dtype", None), "kind", None) == "f":
+            f = float(value)  # type: ignore[arg-type]
+            if f.is_integer():
+                return int(f)
+            hint = " (a missing value?)" if f != f else ""
+            raise InputError(f"{where}: expected an integer relevance label, found {value!r}{hint}")
+        try:
+            return operator.index(value)  # type: ignore[arg-type]  # numpy and Arrow integers, int subclasses
+        except TypeError:
+            pass
+    raise InputError(f"{where}: expected an integer relevance label, found {value!r}")
 
 
 def _check_score(value: object, where: str) -> float:
@@ -82,6 +132,37 @@ def _check_score(value: object, where: str) -> float:
     return f
 
 
+def _import_pandas(feature: str) -> Any:
+    try:
+        return importlib.import_module("pandas")
+    except ImportError:
+        raise MissingExtraError("pandas", "pandas", feature) from None
+
+
+def _frame_columns(df: Any, columns: Mapping[str, str | None], feature: str) -> tuple[list[Any], dict[str, list[Any]]]:
+    """The row labels and ``{parameter: column values}`` of a DataFrame; a missing column names the others."""
+    pd = _import_pandas(feature)
+    if not isinstance(df, pd.DataFrame):
+        hint = " (a polars frame: pass frame.to_pandas())" if type(df).__module__.startswith("polars") else ""
+        raise InputError(f"{feature}: expected a pandas DataFrame, found {type(df).__name__}{hint}")
+    have = ", ".join(repr(c) for c in df.columns) or "none"
+    out: dict[str, list[Any]] = {}
+    for param, col in columns.items():
+        if col is None:
+            continue
+        if col not in df.columns:
+            raise InputError(f"{feature}: {param}={col!r} is not a column of the frame; its columns are: {have}")
+        out[param] = df[col].tolist()
+    return df.index.tolist(), out
+
+
+def _missing(value: object) -> bool:
+    """None, NaN or pandas' NA (what a frame holds where a value is missing)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return True
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
 class Qrels(Mapping[str, Mapping[str, int]]):
     """Relevance judgments: query id -> {doc id -> integer label}.
 
@@ -91,8 +172,10 @@ class Qrels(Mapping[str, Mapping[str, int]]):
     Parameters
     ----------
     data:
-        ``{query_id: {doc_id: label}}``. Ids may be str or int (ints become str); labels must be
-        integers (``2.0`` is accepted, ``2.5`` is not).
+        ``{query_id: {doc_id: label}}``, or binary judgments ``{query_id: [relevant doc ids]}`` (a list,
+        tuple, set or numpy array; each doc gets label 1). Ids may be str, int or numpy str/int values
+        (all become str); labels must be integers: Python, numpy or Arrow ints, or an integral float
+        (``2.0`` is accepted, ``2.5`` and NaN are not, nor booleans).
     name:
         Where the judgments came from, for reports.
 
@@ -103,25 +186,52 @@ class Qrels(Mapping[str, Mapping[str, int]]):
     2
     >>> qrels.num_relevant("q1")
     1
+    >>> Qrels({"q1": ["d1", "d2"], "q2": {"d7"}}).to_dict()
+    {'q1': {'d1': 1, 'd2': 1}, 'q2': {'d7': 1}}
+    >>> import numpy as np
+    >>> Qrels({np.int64(7): {np.str_("d1"): np.int64(2)}}).to_dict()
+    {'7': {'d1': 2}}
     """
 
     __slots__ = ("_cache", "_data", "name")
 
-    def __init__(self, data: Mapping[Any, Mapping[Any, Any]] | None = None, *, name: str = "qrels"):
+    def __init__(self, data: Mapping[Any, Any] | None = None, *, name: str = "qrels"):
         self.name = name
         self._cache: dict[Any, Any] = {}
         clean: dict[str, dict[str, int]] = {}
-        for qid, docs in (data or {}).items():
+        for qid, docs in data.items() if data is not None else ():
             q = _check_id(qid, "query id", f"qrels[{qid!r}]")
-            if not isinstance(docs, Mapping):
-                raise InputError(f"qrels[{qid!r}]: expected a mapping of doc id -> label, found {type(docs).__name__}")
-            inner = clean.setdefault(q, {})
-            for doc, label in docs.items():
-                if type(doc) is str and type(label) is int:  # the common case, checked without a call
-                    inner[doc] = label
-                    continue
-                where = f"qrels[{qid!r}][{doc!r}]"
-                inner[_check_id(doc, "doc id", where)] = _check_label(label, where)
+            if q in clean:
+                raise InputError(f"qrels[{qid!r}]: query id {q!r} appears twice (as different types of key)")
+            inner: dict[str, int] = {}
+            clean[q] = inner
+            if isinstance(docs, Mapping):
+                for doc, label in docs.items():
+                    if type(doc) is str and type(label) is int:  # the common case, checked without a call
+                        inner[doc] = label
+                        continue
+                    where = f"qrels[{qid!r}][{doc!r}]"
+                    d = _check_id(doc, "doc id", where)
+                    if d in inner and type(doc) is not str:
+                        raise InputError(f"{where}: doc id {d!r} appears twice (as different types of key)")
+                    inner[d] = _check_label(label, where)
+                continue
+            if (
+                isinstance(docs, (str, bytes))
+                or not isinstance(docs, Iterable)
+                or type(docs).__module__.startswith("pandas")
+            ):
+                hint = (
+                    " (a pandas Series: pass .tolist() for relevant doc ids or .to_dict() for {doc: label})"
+                    if type(docs).__module__.startswith("pandas")
+                    else ""
+                )
+                raise InputError(
+                    f"qrels[{qid!r}]: expected a mapping of doc id -> label or a list of relevant doc ids, "
+                    f"found {type(docs).__name__}{hint}"
+                )
+            for i, doc in enumerate(docs):  # binary judgments: every listed doc is relevant
+                inner[doc if type(doc) is str else _check_id(doc, "doc id", f"qrels[{qid!r}][{i}]")] = 1
         self._data = clean
 
     @classmethod
@@ -144,7 +254,7 @@ class Qrels(Mapping[str, Mapping[str, int]]):
 
     def __repr__(self) -> str:
         n = sum(len(d) for d in self._data.values())
-        return f"Qrels(name={self.name!r}, queries={len(self._data)}, judgments={n})"
+        return f"Qrels(name={_short(self.name)}, queries={len(self._data)}, judgments={n})"
 
     def num_relevant(self, qid: str, rel: int = 1) -> int:
         """Number of docs of ``qid`` with a label >= ``rel``."""
@@ -153,6 +263,104 @@ class Qrels(Mapping[str, Mapping[str, int]]):
     def to_dict(self) -> dict[str, dict[str, int]]:
         """A plain ``{qid: {doc: label}}`` copy."""
         return {q: dict(d) for q, d in self._data.items()}
+
+    def to_pandas(self) -> Any:
+        """A long DataFrame, one row per judgment: ``query_id``, ``doc_id``, ``relevance``.
+
+        Needs pandas (imported here only). :meth:`from_pandas` reads it back.
+
+        Examples
+        --------
+        >>> Qrels({"q1": {"d1": 2, "d2": 0}}).to_pandas()
+          query_id doc_id  relevance
+        0       q1     d1          2
+        1       q1     d2          0
+        """
+        pd = _import_pandas("Qrels.to_pandas()")
+        import numpy as np
+
+        qids = [q for q, docs in self._data.items() for _ in docs]
+        docs = [d for ds in self._data.values() for d in ds]
+        labels = np.fromiter((v for ds in self._data.values() for v in ds.values()), dtype=np.int64, count=len(docs))
+        return pd.DataFrame({"query_id": qids, "doc_id": docs, "relevance": labels})
+
+    @classmethod
+    def from_pandas(
+        cls,
+        df: Any,
+        *,
+        query_col: str = "query_id",
+        doc_col: str = "doc_id",
+        label_col: str | None = "relevance",
+        name: str = "qrels",
+    ) -> Qrels:
+        """Qrels from a long DataFrame, one row per judgment.
+
+        Parameters
+        ----------
+        df:
+            A pandas DataFrame.
+        query_col, doc_col:
+            The columns of query ids and doc ids (str, int or numpy values).
+        label_col:
+            The column of integer labels; ``None`` reads every row as relevant (label 1). BEIR / MTEB
+            frames call it ``"score"`` (with ``query_col="query-id", doc_col="corpus-id"``).
+        name:
+            The qrels' name.
+
+        Raises
+        ------
+        InputError
+            A missing column (the message lists the frame's columns), a bad id or label (naming the row
+            and column), or a (query, doc) pair judged twice with different labels (naming both rows).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"qid": ["q1", "q1", "q2"], "doc": [10, 11, 10], "rel": [2, 0, 1]})
+        >>> Qrels.from_pandas(df, query_col="qid", doc_col="doc", label_col="rel").to_dict()
+        {'q1': {'10': 2, '11': 0}, 'q2': {'10': 1}}
+        >>> Qrels.from_pandas(df, query_col="qid", doc_col="doc")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        rankbridge.errors.InputError: Qrels.from_pandas: label_col='relevance' is not a column of the frame; ...
+        """
+        feature = "Qrels.from_pandas"
+        try:
+            rows, cols = _frame_columns(
+                df, {"query_col": query_col, "doc_col": doc_col, "label_col": label_col}, feature
+            )
+        except InputError as exc:
+            if label_col is not None and label_col not in getattr(df, "columns", ()):
+                raise InputError(f"{exc}; label_col=None reads every row as relevant (label 1)") from None
+            raise
+        qs, ds = cols["query_col"], cols["doc_col"]
+        labels = cols.get("label_col")
+        data: dict[str, dict[str, int]] = {}
+        first: dict[tuple[str, str], Any] = {}
+        for i, row in enumerate(rows):
+            q, d = qs[i], ds[i]
+            if type(q) is not str:
+                q = _check_id(q, "query id", f"{feature}: row {row!r}, column {query_col!r}")
+            if type(d) is not str:
+                d = _check_id(d, "doc id", f"{feature}: row {row!r}, column {doc_col!r}")
+            if labels is None:
+                label = 1
+            else:
+                label = labels[i]
+                if type(label) is not int:
+                    label = _check_label(label, f"{feature}: row {row!r}, column {label_col!r}")
+            docs = data.setdefault(q, {})
+            old = docs.get(d)
+            if old is None:
+                docs[d] = label
+                first[(q, d)] = row
+            elif old != label:
+                raise InputError(
+                    f"{feature}: row {row!r}: doc {d!r} of query {q!r} is judged {label} here "
+                    f"but {old} on row {first[(q, d)]!r}"
+                )
+        return cls._trusted(data, name=name)
 
 
 class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
@@ -241,14 +449,18 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         """
         run = cls(name=name)
         for qid, docs in data.items():
-            q = _check_id(qid, "query id", f"run[{qid!r}]")
+            q = qid if type(qid) is str else _check_id(qid, "query id", f"run[{qid!r}]")
             if not isinstance(docs, Mapping):
                 raise InputError(f"run[{qid!r}]: expected a mapping of doc id -> score, found {type(docs).__name__}")
+            if q in run._data:
+                raise InputError(f"run[{qid!r}]: query id {q!r} appears twice (as different types of key)")
             if copy:
                 clean: dict[str, float] = {}
                 for doc, score in docs.items():
                     where = f"run[{qid!r}][{doc!r}]"
                     clean[_check_id(doc, "doc id", where)] = _check_score(score, where)
+                if len(clean) != len(docs):
+                    raise InputError(f"run[{qid!r}]: two doc ids are the same after conversion to str (e.g. 1 and '1')")
                 run._data[q] = clean
             else:
                 run._data[q] = docs  # type: ignore[assignment]
@@ -286,17 +498,23 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
             where = f"run[{qid!r}][{i}]"
             if isinstance(item, Hit):
                 hit = item
-                if not isinstance(hit.doc_id, str):
+                if type(hit.doc_id) is not str:
                     hit = Hit(_check_id(hit.doc_id, "doc id", where), hit.score, hit.text, hit.metadata)
                 score = hit.score
                 if score is not None and (type(score) is not float or score != score):
-                    _check_score(score, where)  # the common case (a finite float) skips the call
-            elif isinstance(item, (str, int)) and not isinstance(item, bool):
-                hit = Hit(_check_id(item, "doc id", where))
+                    # the common case (a finite float) skips the call; numpy scores become float
+                    hit = Hit(hit.doc_id, _check_score(score, where), hit.text, hit.metadata)
+            elif type(item) is str:
+                hit = Hit(item)
             elif isinstance(item, tuple) and len(item) == 2:
                 hit = Hit(_check_id(item[0], "doc id", where), _check_score(item[1], where))
             else:
-                raise InputError(f"{where}: expected a Hit, a doc id or a (doc_id, score) pair, found {item!r}")
+                try:
+                    hit = Hit(_check_id(item, "doc id", where))
+                except InputError:
+                    raise InputError(
+                        f"{where}: expected a Hit, a doc id or a (doc_id, score) pair, found {_describe(item)}"
+                    ) from None
             if hit.doc_id in seen:
                 dropped += 1
                 continue
@@ -331,7 +549,11 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         return len(self._data)
 
     def __repr__(self) -> str:
-        return f"Run(name={self.name!r}, queries={len(self._data)}, errors={len(self.errors)})"
+        hits = sum(len(v) for v in self._data.values())
+        stages = f", stages={_short(list(self.stages))}" if self.stages else ""
+        return (
+            f"Run(name={_short(self.name)}, queries={len(self._data)}, hits={hits}, errors={len(self.errors)}{stages})"
+        )
 
     def is_scored(self, qid: str) -> bool:
         """True when ``qid`` holds a ``{doc: score}`` mapping (ranked by score), False for a hit list."""
@@ -377,15 +599,204 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
                 out[qid] = {h.doc_id: float(n - i) for i, h in enumerate(value)}
         return out
 
+    # -- data frames ----------------------------------------------------------------------------
+    def to_pandas(self) -> Any:
+        """A long DataFrame, one row per hit in rank order: ``query_id``, ``rank``, ``doc_id``, ``score``.
 
-@dataclass(frozen=True, slots=True)
+        ``rank`` starts at 1; a missing score is NaN. A ``text`` column is added when any hit has a text.
+        Errors, latencies and hit metadata stay on the run (a failed query has no rows). Needs pandas
+        (imported here only). ``Run.from_pandas(df, rank_col="rank")`` reads it back in the same order.
+
+        Examples
+        --------
+        >>> Run.from_ranked({"q1": [Hit("d3", 0.5), Hit("d1", 0.9)]}).to_pandas()
+          query_id  rank doc_id  score
+        0       q1     1     d3    0.5
+        1       q1     2     d1    0.9
+        """
+        pd = _import_pandas("Run.to_pandas()")
+        import numpy as np
+
+        qids: list[str] = []
+        ranks: list[int] = []
+        docs: list[str] = []
+        scores: list[float] = []
+        texts: list[str | None] = []
+        nan = float("nan")
+        for qid in self._data:
+            for rank, h in enumerate(self.hits(qid), 1):
+                qids.append(qid)
+                ranks.append(rank)
+                docs.append(h.doc_id)
+                scores.append(nan if h.score is None else h.score)
+                texts.append(h.text)
+        columns: dict[str, Any] = {
+            "query_id": qids,
+            "rank": np.asarray(ranks, dtype=np.int64),
+            "doc_id": docs,
+            "score": np.asarray(scores, dtype=np.float64),
+        }
+        if any(t is not None for t in texts):
+            columns["text"] = pd.Series(texts, dtype=object)
+        return pd.DataFrame(columns)
+
+    @classmethod
+    def from_pandas(
+        cls,
+        df: Any,
+        *,
+        query_col: str = "query_id",
+        doc_col: str = "doc_id",
+        score_col: str | None = "score",
+        rank_col: str | None = None,
+        text_col: str | None = None,
+        name: str = "run",
+        duplicates: str = "error",
+    ) -> Run:
+        """A run from a long DataFrame, one row per hit.
+
+        Parameters
+        ----------
+        df:
+            A pandas DataFrame, rows in any order.
+        query_col, doc_col:
+            The columns of query ids and doc ids (str, int or numpy values).
+        score_col:
+            The column of scores. Without ``rank_col`` the run is *scored*: ranked by score descending,
+            ties by doc id descending, as trec_eval does. With ``rank_col`` the scores are kept on the
+            hits (a missing score is NaN or None) and the default ``"score"`` may be absent.
+        rank_col:
+            The column of integer ranks (1 = best): the run is *ranked* in this order, as a retriever
+            returned it.
+        text_col:
+            The column of hit texts (kept on the hits; a run with texts is a ranked run, in rank order or
+            else in trec_eval's score order).
+        name:
+            The run's name.
+        duplicates:
+            ``"error"`` (a (query, doc) pair on two rows is an error naming both) or ``"first"`` (keep
+            the first row and count the others in :attr:`duplicates`).
+
+        Raises
+        ------
+        InputError
+            A missing column (the message lists the frame's columns), a bad id, score or rank (naming the
+            row and column), a rank given twice for one query, or a duplicate pair.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["a", "b", "a"], "score": [0.2, 0.9, 1.0]})
+        >>> Run.from_pandas(df).ranking("q1")
+        ['b', 'a']
+        >>> df["rank"] = [1, 2, 1]
+        >>> Run.from_pandas(df, rank_col="rank").ranking("q1")
+        ['a', 'b']
+        >>> Run.from_pandas(df, score_col="similarity")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        rankbridge.errors.InputError: Run.from_pandas: score_col='similarity' is not a column of the frame; ...
+        """
+        feature = "Run.from_pandas"
+        if duplicates not in ("error", "first"):
+            raise ValueError(f"duplicates must be 'error' or 'first'. Got {duplicates!r} instead.")
+        wanted: dict[str, str | None] = {"query_col": query_col, "doc_col": doc_col, "rank_col": rank_col}
+        wanted["text_col"] = text_col
+        # with ranks, the default score column is optional
+        optional_score = rank_col is not None and score_col == "score"
+        if score_col is not None and not (optional_score and score_col not in getattr(df, "columns", ())):
+            wanted["score_col"] = score_col
+        if rank_col is None and score_col is None:
+            raise InputError(f"{feature}: give score_col (a scored run) or rank_col (a ranked run); both are None")
+        try:
+            rows, cols = _frame_columns(df, wanted, feature)
+        except InputError as exc:
+            if rank_col is None and "rank" in getattr(df, "columns", ()):
+                raise InputError(f"{exc}; pass rank_col='rank' to rank by the 'rank' column") from None
+            raise
+        qs, ds = cols["query_col"], cols["doc_col"]
+        scores, ranks, texts = cols.get("score_col"), cols.get("rank_col"), cols.get("text_col")
+        run = cls(name=name)
+
+        def where(row: Any, col: str | None) -> str:
+            return f"{feature}: row {row!r}, column {col!r}"
+
+        seen: dict[tuple[str, str], Any] = {}
+        dropped: dict[str, int] = {}
+        scored: dict[str, dict[str, float]] = {}
+        ranked: dict[str, list[tuple[Any, Any, Hit]]] = {}
+        for i, row in enumerate(rows):
+            q, d = qs[i], ds[i]
+            if type(q) is not str:
+                q = _check_id(q, "query id", where(row, query_col))
+            if type(d) is not str:
+                d = _check_id(d, "doc id", where(row, doc_col))
+            key = (q, d)
+            if key in seen:
+                if duplicates == "error":
+                    raise InputError(
+                        f"{feature}: row {row!r}: doc {d!r} appears twice for query {q!r} (first on row "
+                        f"{seen[key]!r}); pass duplicates='first' to keep the first row"
+                    )
+                dropped[q] = dropped.get(q, 0) + 1
+                continue
+            seen[key] = row
+            score: float | None = None
+            if scores is not None:
+                raw = scores[i]
+                if type(raw) is float and raw == raw:
+                    score = raw
+                elif ranks is not None and _missing(raw):
+                    score = None
+                else:
+                    score = _check_score(raw, where(row, score_col))
+            if ranks is None and texts is None:
+                scored.setdefault(q, {})[d] = score  # type: ignore[assignment]
+                continue
+            text = None
+            if texts is not None:
+                raw_text = texts[i]
+                if not _missing(raw_text):
+                    if not isinstance(raw_text, str):
+                        raise InputError(f"{where(row, text_col)}: expected a text (str), found {_describe(raw_text)}")
+                    text = str.__str__(raw_text)
+            if ranks is not None:
+                rank = _check_label(ranks[i], where(row, rank_col)) if type(ranks[i]) is not int else ranks[i]
+                order: Any = (rank,)
+            else:
+                order = (score, d)  # sorted descending below, as trec_eval ranks
+            ranked.setdefault(q, []).append((order, row, Hit(d, score, text)))
+        if scored:
+            run._data.update(scored)
+        for q, items in ranked.items():
+            items.sort(key=lambda t: t[0], reverse=ranks is None)
+            if ranks is not None:
+                for (a, row_a, _), (b, row_b, _) in pairwise(items):
+                    if a == b:
+                        raise InputError(
+                            f"{feature}: query {q!r} has rank {a[0]} on rows {row_a!r} and {row_b!r}; "
+                            "ranks must differ within a query"
+                        )
+            run.add(q, [h for _, _, h in items])
+        for q, n in dropped.items():
+            run.duplicates[q] = run.duplicates.get(q, 0) + n
+        return run
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class Query:
     """One golden-set question.
+
+    ``id`` and ``reference_context_ids`` may be given as int or numpy values; they are kept as str.
+    The repr is one short line (long texts are cut), so a list of queries prints readably.
 
     Examples
     --------
     >>> Query("q1", "what causes scurvy?", category="medical").category
     'medical'
+    >>> import numpy as np
+    >>> Query(np.int64(7), "scurvy?", reference_context_ids=[np.str_("d1")])
+    Query(id='7', text='scurvy?', reference_context_ids=('d1',))
     """
 
     id: str
@@ -395,16 +806,45 @@ class Query:
     reference_context_ids: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if type(self.id) is not str:
+            object.__setattr__(self, "id", _check_id(self.id, "query id", f"Query(id={self.id!r})"))
+        ids = self.reference_context_ids
+        if type(ids) is not tuple or not all(type(c) is str for c in ids):
+            if isinstance(ids, (str, bytes, Mapping)) or not isinstance(ids, Iterable):
+                raise InputError(
+                    f"Query {self.id!r}: reference_context_ids must be a list of doc ids, found {type(ids).__name__}"
+                )
+            where = f"Query {self.id!r}: reference_context_ids"
+            clean = tuple(_check_id(c, "doc id", f"{where}[{i}]") for i, c in enumerate(ids))
+            object.__setattr__(self, "reference_context_ids", clean)
 
-@dataclass
+    def __repr__(self) -> str:
+        parts = [f"id={_short(self.id)}", f"text={_short(self.text)}"]
+        if self.category is not None:
+            parts.append(f"category={_short(self.category)}")
+        if self.reference is not None:
+            parts.append(f"reference={_short(self.reference, 40)}")
+        if self.reference_context_ids:
+            parts.append(f"reference_context_ids={_short(self.reference_context_ids, 40)}")
+        if self.metadata:
+            parts.append(f"metadata={_short(self.metadata, 40)}")
+        return f"Query({', '.join(parts)})"
+
+
+@dataclass(repr=False)
 class GoldenSet:
     """Queries with their judgments (and, optionally, categories and reference answers).
 
+    Its repr gives counts and names only (never the queries or the corpus).
+
     Examples
     --------
-    >>> g = GoldenSet([Query("q1", "scurvy cause")], Qrels({"q1": {"d1": 1}}))
+    >>> g = GoldenSet([Query("q1", "scurvy cause", category="medical")], Qrels({"q1": {"d1": 1}}))
     >>> g.texts()
     {'q1': 'scurvy cause'}
+    >>> g
+    GoldenSet(name='golden', queries=1, judged=1, judgments=1, corpus=None, categories=1)
     """
 
     queries: list[Query]
@@ -418,6 +858,16 @@ class GoldenSet:
             if q.id in seen:
                 raise InputError(f"golden set {self.name!r}: query id {q.id!r} appears twice")
             seen.add(q.id)
+
+    def __repr__(self) -> str:
+        judged = sum(1 for q in self.queries if self.qrels.get(q.id))
+        judgments = sum(len(d) for d in self.qrels.values())
+        corpus = "None" if self.corpus is None else f"{len(self.corpus)} docs"
+        categories = len({q.category for q in self.queries if q.category is not None})
+        return (
+            f"GoldenSet(name={_short(self.name)}, queries={len(self.queries)}, judged={judged}, "
+            f"judgments={judgments}, corpus={corpus}, categories={categories})"
+        )
 
     def texts(self) -> dict[str, str]:
         """``{query_id: text}``."""
