@@ -1,0 +1,169 @@
+"""BEIR folders whose files may be gzip-compressed: ``corpus.jsonl[.gz]``, ``queries.jsonl[.gz]``,
+``qrels/<split>.tsv[.gz]`` (BEIR's zips and the HF hub ship ``.jsonl.gz``).
+
+A folder without ``.gz`` files is read by :func:`rankbridge.io.read_beir` itself; a folder with some reads
+the same way (same fields, same checks, same result), with errors naming the ``.gz`` file and line.
+
+Examples
+--------
+>>> import gzip, json, tempfile, pathlib
+>>> root = pathlib.Path(tempfile.mkdtemp()) / "scurvy"
+>>> (root / "qrels").mkdir(parents=True)
+>>> with gzip.open(root / "queries.jsonl.gz", "wt") as fh:
+...     _ = fh.write(json.dumps({"_id": "q1", "text": "what causes scurvy?"}) + "\\n")
+>>> with gzip.open(root / "corpus.jsonl.gz", "wt") as fh:
+...     _ = fh.write(json.dumps({"_id": "d1", "title": "Scurvy", "text": "A lack of vitamin C."}) + "\\n")
+>>> _ = (root / "qrels" / "test.tsv").write_text("query-id\\tcorpus-id\\tscore\\nq1\\td1\\t1\\n")
+>>> golden = read_golden_beir(root)
+>>> golden.name, golden.qrels.to_dict(), golden.corpus["d1"]["title"]
+('scurvy', {'q1': {'d1': 1}}, 'Scurvy')
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from rankbridge.errors import ParseError
+from rankbridge.io._open import iter_jsonl_any, open_text
+from rankbridge.types import GoldenSet, Qrels, Query
+
+__all__ = ["find_beir_file", "is_beir_folder", "read_golden_beir"]
+
+
+def find_beir_file(folder: str | os.PathLike[str], name: str) -> Path | None:
+    """``folder/name`` or ``folder/name.gz``, whichever exists (the plain file first); None if neither."""
+    for candidate in (Path(folder) / name, Path(folder) / f"{name}.gz"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def is_beir_folder(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is a folder with ``queries.jsonl[.gz]`` and a ``qrels`` folder."""
+    p = Path(path)
+    return p.is_dir() and find_beir_file(p, "queries.jsonl") is not None and (p / "qrels").is_dir()
+
+
+def _qrels(path: Path) -> Qrels:
+    src = str(path)
+    data: dict[str, dict[str, int]] = {}
+    with open_text(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            fields = line.rstrip("\r\n").split("\t")
+            if not line.strip():
+                continue
+            if lineno == 1 and fields[0].strip().lower() in ("query-id", "query_id", "qid"):
+                continue
+            if len(fields) != 3:
+                raise ParseError(
+                    f"expected 3 tab-separated columns 'query-id corpus-id score', found {len(fields)}",
+                    source=src,
+                    line=lineno,
+                )
+            qid, doc, label_text = (f.strip() for f in fields)
+            try:
+                label = int(label_text)
+            except ValueError:
+                raise ParseError(f"expected an integer score, found {label_text!r}", source=src, line=lineno) from None
+            old = data.setdefault(qid, {}).get(doc)
+            if old is not None and old != label:
+                raise ParseError(f"doc {doc!r} of query {qid!r} judged both {old} and {label}", source=src, line=lineno)
+            data[qid][doc] = label
+    if not data:
+        raise ParseError("no judgments found", source=src)
+    return Qrels._trusted(data)
+
+
+def _queries(path: Path) -> dict[str, Query]:
+    src = str(path)
+    out: dict[str, Query] = {}
+    for lineno, obj in iter_jsonl_any(path):
+        if "_id" not in obj or "text" not in obj:
+            raise ParseError("expected fields '_id' and 'text'", source=src, line=lineno)
+        qid = str(obj["_id"])
+        if qid in out:
+            raise ParseError(f"query id {qid!r} appears twice", source=src, line=lineno)
+        meta = obj.get("metadata") or {}
+        if not isinstance(meta, dict):
+            meta = {}
+        category = obj.get("category", meta.get("category"))
+        reference = obj.get("reference", meta.get("reference", meta.get("answer")))
+        context_ids = obj.get("reference_context_ids") or []
+        if not isinstance(context_ids, list) or not all(isinstance(c, (str, int)) for c in context_ids):
+            raise ParseError(
+                f"'reference_context_ids' must be a list of ids, found {context_ids!r}", source=src, line=lineno
+            )
+        out[qid] = Query(
+            qid,
+            str(obj["text"]),
+            category=None if category is None else str(category),
+            reference=None if reference is None else str(reference),
+            reference_context_ids=tuple(str(c) for c in context_ids),
+            metadata=meta,
+        )
+    return out
+
+
+def _corpus(path: Path) -> dict[str, dict[str, Any]]:
+    src = str(path)
+    out: dict[str, dict[str, Any]] = {}
+    for lineno, obj in iter_jsonl_any(path):
+        if "_id" not in obj or "text" not in obj:
+            raise ParseError("expected fields '_id' and 'text'", source=src, line=lineno)
+        doc = str(obj["_id"])
+        if doc in out:
+            raise ParseError(f"doc id {doc!r} appears twice", source=src, line=lineno)
+        extra = {k: v for k, v in obj.items() if k not in ("_id", "title", "text", "metadata")}
+        title, meta = obj.get("title") or "", obj.get("metadata") or {}
+        out[doc] = {"title": title, "text": obj["text"], "metadata": meta, **extra}
+    return out
+
+
+def read_golden_beir(path: str | os.PathLike[str], *, split: str = "test", load_corpus: bool = True) -> GoldenSet:
+    """Read a BEIR folder, plain or with ``.gz`` files, into a :class:`~rankbridge.GoldenSet`.
+
+    Parameters
+    ----------
+    path:
+        The folder with ``queries.jsonl[.gz]``, ``corpus.jsonl[.gz]`` and ``qrels/<split>.tsv[.gz]``.
+    split:
+        The qrels split; only the queries judged in it are kept, as BEIR evaluates them.
+    load_corpus:
+        Read the corpus too (False skips a large file when only queries and qrels are needed).
+    """
+    root = Path(path)
+    qrels_path = find_beir_file(root / "qrels", f"{split}.tsv")
+    queries_path = find_beir_file(root, "queries.jsonl")
+    corpus_path = find_beir_file(root, "corpus.jsonl") if load_corpus else None
+    if qrels_path is None:
+        qdir = root / "qrels"
+        found = sorted({p.name.split(".")[0] for p in qdir.glob("*.tsv*")}) if qdir.is_dir() else []
+        raise ParseError(
+            f"expected a BEIR folder with qrels/{split}.tsv (or .tsv.gz); found splits: {', '.join(found) or 'none'}",
+            source=str(root),
+        )
+    if queries_path is None:
+        raise ParseError("expected queries.jsonl (or queries.jsonl.gz) in the BEIR folder", source=str(root))
+    if load_corpus and corpus_path is None:
+        raise ParseError(
+            "expected corpus.jsonl (or corpus.jsonl.gz) in the BEIR folder (load_corpus=False skips it)",
+            source=str(root),
+        )
+    paths = [p for p in (qrels_path, queries_path, corpus_path) if p is not None]
+    if not any(p.suffix.lower() == ".gz" for p in paths):
+        from rankbridge.io.beir import read_beir
+
+        return read_beir(root, split=split, load_corpus=load_corpus)
+    qrels = _qrels(qrels_path)
+    queries = _queries(queries_path)
+    unknown = [q for q in qrels if q not in queries]
+    if unknown:
+        raise ParseError(
+            f"{len(unknown)} judged queries have no text in {queries_path.name} (e.g. {unknown[0]!r})",
+            source=str(qrels_path),
+        )
+    corpus = _corpus(corpus_path) if corpus_path is not None else None
+    qrels.name = f"{root.name}/{split}"
+    return GoldenSet([queries[q] for q in qrels], qrels, corpus=corpus, name=root.name)
