@@ -196,7 +196,8 @@ class IdReport:
         if self.unmatched_examples:
             text += ", e.g. " + ", ".join(repr(x) for x in self.unmatched_examples[:2])
         if self.known_examples:
-            text += f"; the golden set's ids look like {self.known_examples[0]!r}"
+            whose = "the golden set's" if self.with_corpus else "the qrels'"
+            text += f"; {whose} ids look like {self.known_examples[0]!r}"
         text += "."
         if self.status == "resolved" and self.chosen is not None:
             return text + f" Under id_from={self.chosen!r} {self._count(self.chosen)} are."
