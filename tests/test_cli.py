@@ -26,12 +26,12 @@ def test_trec_format_per_query_and_all(files: tuple[str, str], capsys: pytest.Ca
     assert main(["evaluate", *files, "-m", "RR", "-m", "P@1", "--format", "trec", "--per-query"]) == 0
     lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
     got = {(m.strip(), q): v for m, q, v in lines}
-    # q1: first relevant at rank 2; q2 at rank 1; q3 missing -> 0 (counted by default)
-    assert got[("mrr", "q1")] == "0.5000"
-    assert got[("mrr", "q2")] == "1.0000"
-    assert got[("mrr", "q3")] == "0.0000"
-    assert got[("mrr", "all")] == "0.5000"
-    assert got[("precision@1", "all")] == "0.3333"
+    # q1: first relevant at rank 2; q2 at rank 1; q3 missing -> 0 (counted by default); trec_eval's names
+    assert got[("recip_rank", "q1")] == "0.5000"
+    assert got[("recip_rank", "q2")] == "1.0000"
+    assert got[("recip_rank", "q3")] == "0.0000"
+    assert got[("recip_rank", "all")] == "0.5000"
+    assert got[("P_1", "all")] == "0.3333"
 
 
 def test_missing_skip_matches_trec_eval_default(files: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:

@@ -47,6 +47,9 @@ PYTREC_MEASURES = {
     "ndcg",
     "recip_rank",
     "Rprec",
+    "set_P",
+    "set_recall",
+    "set_F",
     "num_ret",
     "num_rel",
     "num_rel_ret",
@@ -66,6 +69,8 @@ def shared_measures(rel: int) -> dict[str, Measure]:
             trec = Measure(name, k).trec_name
             if trec is None:  # mrr@k: trec_eval only has it under -M k
                 continue
+            if trec == "bpref":  # pytrec_eval crashes (segfault) on bpref for some generated inputs; bpref
+                continue  # is checked against trec_eval's own outputs in test_trec_conformance.py instead
             out[trec] = Measure(name, k, rel=rel) if spec.takes_rel else Measure(name, k)
     return out
 
@@ -73,9 +78,11 @@ def shared_measures(rel: int) -> dict[str, Measure]:
 def test_shared_measure_list_is_complete() -> None:
     """The differential test below covers every trec_eval measure we share (12 families, 5 cut-offs)."""
     names = set(shared_measures(1))
-    assert names == {"map", "ndcg", "recip_rank", "Rprec", "num_ret", "num_rel", "num_rel_ret"} | {
-        f"{p}_{k}" for p in ("P", "recall", "map_cut", "ndcg_cut", "success") for k in KS
-    }
+    assert names == {"map", "ndcg", "recip_rank", "Rprec", "set_P", "set_recall", "set_F"} | {
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+    } | {f"{p}_{k}" for p in ("P", "recall", "map_cut", "ndcg_cut", "success") for k in KS}
     assert shared_measures(2)["P_5"] == Measure("precision", 5, rel=2)
     assert shared_measures(2)["ndcg_cut_5"] == Measure("ndcg", 5)
 

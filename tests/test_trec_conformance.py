@@ -30,7 +30,7 @@ from rankbridge.types import Qrels
 
 # trec_eval measures we implement: every one must be mapped by Measure.trec_name, none may be skipped.
 SHARED = re.compile(
-    r"^(map|ndcg|recip_rank|Rprec|num_ret|num_rel|num_rel_ret|(map_cut|P|recall|ndcg_cut|success)_\d+)$"
+    r"^(map|ndcg|recip_rank|Rprec|bpref|set_P|set_recall|set_F|num_ret|num_rel|num_rel_ret|(map_cut|P|recall|ndcg_cut|success)_\d+)$"
 )
 
 
@@ -204,11 +204,12 @@ def test_matches_trec_eval_output(trec_eval_data: Path, case: Case, single_preci
 
 
 def test_all_trec_covers_every_shared_measure(trec_eval_data: Path) -> None:
-    """out.test.aq prints every measure we share; pin the exact list (46 names) so none is lost."""
+    """out.test.aq prints every measure we share; pin the exact list (50 names) so none is lost."""
     expected = parse_trec_eval_output(trec_eval_data / "out.test.aq")
     mapping = shared_measures({m for m, _ in expected}, rel=1)
     ks = [5, 10, 15, 20, 30, 100, 200, 500, 1000]
-    want = {"map", "ndcg", "recip_rank", "Rprec", "num_ret", "num_rel", "num_rel_ret"}
+    want = {"map", "ndcg", "recip_rank", "Rprec", "bpref", "set_P", "set_recall", "set_F"}
+    want |= {"num_ret", "num_rel", "num_rel_ret"}
     want |= {f"{p}_{k}" for p in ("P", "recall", "map_cut", "ndcg_cut") for k in ks}
     want |= {"success_1", "success_5", "success_10"}
     assert set(mapping) == want

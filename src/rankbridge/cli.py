@@ -14,16 +14,17 @@ import json
 import math
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rankbridge import __version__
 from rankbridge._cli_common import add_run_arguments, split_metric_args, unique_run_names
-from rankbridge.errors import RankbridgeError
-from rankbridge.evaluate import Evaluation, evaluate
+from rankbridge.errors import MetricError, RankbridgeError
+from rankbridge.evaluate import Evaluation, IdMismatchWarning, evaluate
 from rankbridge.io import load_qrels, load_run
-from rankbridge.metrics.measures import MEASURES, parse_measures
+from rankbridge.metrics.measures import MEASURES, Measure, parse_measure, parse_measures
 
 __all__ = ["main"]
 
@@ -38,30 +39,58 @@ _FEATURE_CLIS = [
 ]
 
 DEFAULT_METRICS = ["ndcg@10", "mrr@10", "precision@5", "recall@100", "map", "hit_rate@10"]
-_COUNT_MEASURES = {"num_ret", "num_rel", "num_rel_ret"}  # trec_eval sums these over queries for "all"
+
+
+def _measure_of(name: str) -> Measure | None:
+    """The measure behind a column of :attr:`Evaluation.values` (None for a joined column, e.g. RAGAS)."""
+    try:
+        return parse_measure(name)
+    except MetricError:
+        return None
 
 
 def _aggregate(ev: Evaluation, name: str) -> float:
-    """The 'all' value as trec_eval prints it: a sum for counts, a mean otherwise."""
+    """The 'all' value as trec_eval prints it: a sum or a mean, as the measure's definition says."""
     values = ev.values[name]
-    if name in _COUNT_MEASURES:
-        return float(values.sum())
+    measure = _measure_of(name)
+    if measure is not None:
+        return measure.aggregate(values)
     return float(values.mean()) if len(values) else math.nan
 
 
-def _format_value(name: str, value: float) -> str:
-    if name in _COUNT_MEASURES and not math.isnan(value):
-        return str(round(value))
-    return f"{value:.4f}"
+def _format_value(name: str, value: float, *, aggregate: bool = False) -> str:
+    measure = _measure_of(name)
+    return measure.format_value(value, aggregate=aggregate) if measure is not None else f"{value:.4f}"
+
+
+def _trec_names(names: Sequence[str]) -> dict[str, str]:
+    """Column -> the name trec_eval prints for it (``P_5``, ``recip_rank``), else the canonical name.
+
+    A thresholded measure (``P@5(rel=2)``) takes trec_eval's name when every thresholded measure printed
+    shares one level, as one ``trec_eval -l`` run would; a name that two columns would share is not used.
+    """
+    equivalents: dict[str, tuple[str, int | None] | None] = {}
+    for name in names:
+        measure = _measure_of(name)
+        equivalents[name] = measure.trec_equivalent if measure is not None else None
+    levels = {eq[1] for eq in equivalents.values() if eq is not None and eq[1] is not None}
+    chosen = {
+        name: eq[0] if eq is not None and (eq[1] is None or len(levels) == 1) else name
+        for name, eq in equivalents.items()
+    }
+    taken = list(chosen.values())
+    return {name: label if taken.count(label) == 1 else name for name, label in chosen.items()}
 
 
 def _print_trec(ev: Evaluation, per_query: bool) -> None:
-    width = max(len(n) for n in ev.values) + 1
+    printed = _trec_names(list(ev.values))
+    width = max(22, *(len(n) for n in printed.values()))  # trec_eval pads names to 22 characters
     for name, values in ev.values.items():
+        label = printed[name]
         if per_query:
             for qid, v in zip(ev.query_ids, values.tolist(), strict=True):
-                print(f"{name:<{width}}\t{qid}\t{_format_value(name, v)}")
-        print(f"{name:<{width}}\tall\t{_format_value(name, _aggregate(ev, name))}")
+                print(f"{label:<{width}}\t{qid}\t{_format_value(name, v)}")
+        print(f"{label:<{width}}\tall\t{_format_value(name, _aggregate(ev, name), aggregate=True)}")
 
 
 def _json_payload(ev: Evaluation, per_query: bool) -> dict[str, Any]:
@@ -90,7 +119,10 @@ def _print_table(evs: Sequence[Evaluation], per_query: bool, title: str) -> None
         print(title)
         print("metric".ljust(16) + "".join(ev.run_name[:14].rjust(16) for ev in evs))
         for name in names:
-            print(name.ljust(16) + "".join(_format_value(name, _aggregate(ev, name)).rjust(16) for ev in evs))
+            print(
+                name.ljust(16)
+                + "".join(_format_value(name, _aggregate(ev, name), aggregate=True).rjust(16) for ev in evs)
+            )
         for ev in evs:
             print(f"{ev.run_name}: {ev.summary()}")
         return
@@ -100,7 +132,7 @@ def _print_table(evs: Sequence[Evaluation], per_query: bool, title: str) -> None
     for ev in evs:
         table.add_column(ev.run_name, justify="right")
     for name in names:
-        table.add_row(name, *(_format_value(name, _aggregate(ev, name)) for ev in evs))
+        table.add_row(name, *(_format_value(name, _aggregate(ev, name), aggregate=True) for ev in evs))
     console.print(table)
     for ev in evs:
         console.print(f"[bold]{ev.run_name}[/bold]: {ev.summary()}", highlight=False)
@@ -121,7 +153,15 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     runs = [load_run(path, duplicates=args.duplicates) for path in args.run]
     for run, name in zip(runs, unique_run_names([r.name for r in runs], args.run), strict=True):
         run.name = name  # two files with the same run tag stay apart in the output
-    evs = [evaluate(qrels, run, metrics, missing=args.missing, single_precision=args.single_precision) for run in runs]
+    with warnings.catch_warnings():
+        # an id mismatch is in each evaluation's notes: said once below, not as a Python warning too
+        warnings.simplefilter("ignore", IdMismatchWarning)
+        evs = [
+            evaluate(qrels, run, metrics, missing=args.missing, single_precision=args.single_precision) for run in runs
+        ]
+    if args.format != "table":  # the table prints each evaluation's summary, notes included
+        for note in (n for ev in evs for n in ev.notes):
+            print(f"rankbridge: warning: {note}", file=sys.stderr)
     if args.format == "trec":
         for ev in evs:
             if len(evs) > 1:

@@ -19,11 +19,16 @@ True
 
 from __future__ import annotations
 
+import ast
+import difflib
 import functools
+import math
 import numbers
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+import numpy as np
 
 from rankbridge.errors import MetricError
 
@@ -37,11 +42,17 @@ METRIC_DEFINITIONS_VERSION = "1"
 
 @dataclass(frozen=True)
 class _Spec:
+    """What a measure is: its parameters, the facts reports and printers need, and its trec_eval name."""
+
     name: str
     k: str  # "required" | "optional" | "none"
     takes_rel: bool
     doc: str
     trec: str | None  # trec_eval name (with {k} for the cut-off), when trec_eval has it
+    count: bool = False  # integer values per query (printed without decimals)
+    summed: bool = False  # trec_eval's "all" line sums it over queries instead of averaging
+    upper: float | None = 1.0  # the largest value a query can get (None: unbounded); the smallest is 0
+    uncut: str | None = None  # for a measure that needs k: the measure over the whole list, for error hints
 
 
 #: Every measure rankbridge computes, by canonical name.
@@ -49,53 +60,126 @@ MEASURES: dict[str, _Spec] = {
     s.name: s
     for s in [
         _Spec("hit_rate", "required", True, "1 if any relevant doc is in the top k", "success_{k}"),
+        _Spec(
+            "hits",
+            "required",
+            True,
+            "number of relevant docs in the top k (ranx hits@k)",
+            None,
+            count=True,
+            upper=None,
+            uncut="num_rel_ret",
+        ),
         _Spec("mrr", "optional", True, "1 / rank of the first relevant doc (in the top k)", "recip_rank"),
-        _Spec("precision", "required", True, "relevant docs in the top k, divided by k", "P_{k}"),
-        _Spec("recall", "required", True, "relevant docs in the top k, divided by all relevant", "recall_{k}"),
+        _Spec(
+            "precision", "required", True, "relevant docs in the top k, divided by k", "P_{k}", uncut="set_precision"
+        ),
+        _Spec(
+            "recall",
+            "required",
+            True,
+            "relevant docs in the top k, divided by all relevant",
+            "recall_{k}",
+            uncut="set_recall",
+        ),
+        _Spec("f1", "required", True, "harmonic mean of precision@k and recall@k (ranx f1@k)", None, uncut="set_f1"),
         _Spec("map", "optional", True, "average precision (cut at k), divided by all relevant", "map_cut_{k}"),
         _Spec("ndcg", "optional", False, "nDCG with linear gain (cut at k)", "ndcg_cut_{k}"),
         _Spec("ndcg_exp", "optional", False, "nDCG with exponential gain 2^label - 1 (cut at k)", None),
-        _Spec("dcg", "required", False, "DCG with linear gain, unnormalised", None),
-        _Spec("dcg_exp", "required", False, "DCG with exponential gain, unnormalised", None),
+        _Spec("dcg", "required", False, "DCG with linear gain, unnormalised", None, upper=None),
+        _Spec("dcg_exp", "required", False, "DCG with exponential gain, unnormalised", None, upper=None),
         _Spec("r_precision", "none", True, "precision at rank |R|", "Rprec"),
+        _Spec("bpref", "none", True, "binary preference: relevant docs ranked above judged non-relevant ones", "bpref"),
         _Spec("judged", "required", False, "share of the top k that has any judgment", None),
-        _Spec("num_ret", "none", False, "number of docs retrieved", "num_ret"),
-        _Spec("num_rel", "none", True, "number of relevant docs in the qrels", "num_rel"),
-        _Spec("num_rel_ret", "none", True, "number of relevant docs retrieved", "num_rel_ret"),
+        _Spec("set_precision", "none", True, "relevant docs retrieved, divided by docs retrieved", "set_P"),
+        _Spec("set_recall", "none", True, "relevant docs retrieved, divided by all relevant", "set_recall"),
+        _Spec("set_f1", "none", True, "harmonic mean of set_precision and set_recall", "set_F"),
+        _Spec("num_ret", "none", False, "number of docs retrieved", "num_ret", count=True, summed=True, upper=None),
+        _Spec(
+            "num_rel",
+            "none",
+            True,
+            "number of relevant docs in the qrels",
+            "num_rel",
+            count=True,
+            summed=True,
+            upper=None,
+        ),
+        _Spec(
+            "num_rel_ret",
+            "none",
+            True,
+            "number of relevant docs retrieved",
+            "num_rel_ret",
+            count=True,
+            summed=True,
+            upper=None,
+        ),
     ]
 }
 
-# Lower-cased alias -> canonical name. The canonical names map to themselves.
+# Lower-cased alias -> canonical name, for every dialect (trec_eval, pytrec_eval, ranx, ir_measures,
+# LlamaIndex). The canonical names map to themselves. '-' and '_' are interchangeable in names.
 _ALIASES: dict[str, str] = {name: name for name in MEASURES}
 _ALIASES.update(
     {
-        "success": "hit_rate",
+        "success": "hit_rate",  # trec_eval success_k, ir_measures Success@k
         "hitrate": "hit_rate",
         "hit": "hit_rate",
-        "hits": "hit_rate",
-        "rr": "mrr",
-        "recip_rank": "mrr",
-        "p": "precision",
-        "r": "recall",
-        "ap": "map",
-        "map_cut": "map",
-        "ndcg_cut": "ndcg",
-        "ndcg_burges": "ndcg_exp",
-        "rprec": "r_precision",
-        "r-precision": "r_precision",
+        "rr": "mrr",  # ir_measures
+        "recip_rank": "mrr",  # trec_eval
+        "p": "precision",  # trec_eval P_k, ir_measures P@k
+        "r": "recall",  # ir_measures R@k
+        "ap": "map",  # ir_measures AP, LlamaIndex ap
+        "map_cut": "map",  # trec_eval
+        "ndcg_cut": "ndcg",  # trec_eval
+        "ndcg_burges": "ndcg_exp",  # ranx
+        "dcg_burges": "dcg_exp",  # ranx
+        "rprec": "r_precision",  # trec_eval, ir_measures
         "rprecision": "r_precision",
+        "setp": "set_precision",  # ir_measures SetP
+        "set_p": "set_precision",  # trec_eval set_P
+        "setr": "set_recall",  # ir_measures SetR
+        "setf": "set_f1",  # ir_measures SetF (beta=1)
+        "set_f": "set_f1",  # trec_eval set_F
+        "numret": "num_ret",  # ir_measures NumRet; NumRet(rel=N) is num_rel_ret(rel=N)
+        "numrel": "num_rel",  # ir_measures
+        "numrelret": "num_rel_ret",  # ir_measures NumRelRet
     }
 )
 
+# Measures other tools compute and rankbridge does not: lower-cased name -> (what it is, nearest ours).
+_NOT_COMPUTED: dict[str, tuple[str, str]] = {
+    "err": ("expected reciprocal rank (ir_measures ERR@k)", "mrr@k, ndcg_exp@k"),
+    "nerr": ("normalised expected reciprocal rank (ir_measures nERR@k)", "mrr@k, ndcg_exp@k"),
+    "rbp": ("rank-biased precision (ir_measures RBP(p=...), trec_eval 10 rbp, ranx rbp)", "precision@k, dcg@k"),
+    "infap": ("inferred AP (trec_eval infAP)", "map"),
+    "gm_map": ("geometric mean of AP (trec_eval gm_map)", "map"),
+    "iprec_at_recall": ("interpolated precision at a recall level (trec_eval)", "map, r_precision"),
+    "ipatr": ("interpolated precision at a recall level (ir_measures IPrec@r)", "map, r_precision"),
+    "iprec": ("interpolated precision at a recall level (ir_measures IPrec@r)", "map, r_precision"),
+    "11pt_avg": ("11-point interpolated average precision (trec_eval)", "map"),
+    "num_q": ("number of queries (trec_eval num_q)", "Evaluation.num_queries"),
+    "numq": ("number of queries (ir_measures NumQ)", "Evaluation.num_queries"),
+    "alpha_ndcg": ("diversity nDCG (ir_measures alpha_nDCG)", "ndcg@k"),
+    "sdcg": ("scaled DCG (ir_measures SDCG@k)", "dcg@k, ndcg@k"),
+    "bpm": ("bejeweled player model (ir_measures BPM)", "ndcg@k"),
+    "compat": ("compatibility (ir_measures Compat)", "ndcg@k"),
+    "utility": ("utility (trec_eval)", "precision@k"),
+    "unj": ("unjudged share (trec_eval 10 unj_k)", "judged@k (1 - unj_k)"),
+}
+
 _NUM_RE = r"[+-]?\d+(?:\.\d*)?"
-# name [ (rel=N) ] [ @k | _k ] [ (rel=N) ]
+_PARAMS_RE = r"\((?P<{g}>[^()]*)\)"
+# name [ (params) ] [ @k | _k | .k ] [ (params) ]; params are key=value, e.g. rel=2, dcg="exp-log2"
 _MEASURE_RE = re.compile(
-    rf"""^\s*(?P<name>[a-z][a-z_\-]*?)
-         (?:\(\s*rel\s*=\s*(?P<rel1>{_NUM_RE})\s*\))?
-         (?:(?:@|_)(?P<k>{_NUM_RE}))?
-         (?:\(\s*rel\s*=\s*(?P<rel2>{_NUM_RE})\s*\))?\s*$""",
+    rf"""^\s*(?P<name>[a-z0-9][a-z0-9_\-]*?)\s*
+         (?:{_PARAMS_RE.format(g="params1")})?
+         (?:(?:@|_|\.)(?P<k>{_NUM_RE}))?
+         (?:{_PARAMS_RE.format(g="params2")})?\s*$""",
     re.IGNORECASE | re.VERBOSE,
 )
+_LIST_RE = re.compile(r"^\s*[a-z_]+[._]\d+(?:,\d+)+\s*$", re.IGNORECASE)
 
 
 @functools.total_ordering
@@ -140,7 +224,8 @@ class Measure:
             if spec.k == "none":
                 raise MetricError(f"{self.name} takes no cut-off k. Got @{self.k}.")
         elif spec.k == "required":
-            raise MetricError(f"{self.name} needs a cut-off, e.g. {self.name}@10.")
+            whole = f" (over the whole list: {spec.uncut})" if spec.uncut else ""
+            raise MetricError(f"{self.name} needs a cut-off, e.g. {self.name}@10{whole}.")
         if isinstance(self.rel, bool) or not isinstance(self.rel, int) or self.rel < 1:
             raise MetricError(f"{self.name}: rel must be an int >= 1. Got {self.rel!r} instead.")
         if self.rel != 1 and not spec.takes_rel:
@@ -165,6 +250,87 @@ class Measure:
         return spec.trec.format(k=self.k)
 
     @property
+    def trec_equivalent(self) -> tuple[str, int | None] | None:
+        """``(trec_eval name, -l level)`` of the trec_eval measure printing this number, if there is one.
+
+        The level is the ``rel`` threshold that trec_eval takes as ``-l`` (None for measures that ignore
+        it, such as nDCG). This is the name ``rankbridge evaluate --format trec`` prints.
+
+        Examples
+        --------
+        >>> parse_measure("P@5(rel=2)").trec_equivalent
+        ('P_5', 2)
+        >>> parse_measure("ndcg@10").trec_equivalent
+        ('ndcg_cut_10', None)
+        >>> parse_measure("mrr@10").trec_equivalent is None  # only under trec_eval -M 10
+        True
+        """
+        spec = MEASURES[self.name]
+        name = Measure(self.name, self.k).trec_name if spec.takes_rel else self.trec_name
+        if name is None:
+            return None
+        return name, (self.rel if spec.takes_rel else None)
+
+    @property
+    def is_count(self) -> bool:
+        """True for counts (``num_ret``, ``num_rel``, ``num_rel_ret``, ``hits@k``): integers per query."""
+        return MEASURES[self.name].count
+
+    @property
+    def summed(self) -> bool:
+        """True when trec_eval's ``all`` line sums the measure over queries (its ``num_*`` counts)."""
+        return MEASURES[self.name].summed
+
+    @property
+    def bounds(self) -> tuple[float, float | None]:
+        """``(lowest, highest)`` value one query can get; the highest is None when unbounded.
+
+        Examples
+        --------
+        >>> parse_measure("ndcg@10").bounds, parse_measure("num_ret").bounds
+        ((0.0, 1.0), (0.0, None))
+        >>> parse_measure("hits@5").bounds
+        (0.0, 5.0)
+        """
+        upper = MEASURES[self.name].upper
+        if upper is None and self.name == "hits":
+            upper = float(self.k)  # type: ignore[arg-type]
+        return 0.0, upper
+
+    def aggregate(self, values: np.ndarray) -> float:
+        """The value over all queries as trec_eval prints it on its ``all`` line: a sum or a mean.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> parse_measure("num_rel").aggregate(np.array([12.0, 77.0]))
+        89.0
+        >>> parse_measure("P@5").aggregate(np.array([0.2, 0.4]))
+        0.30000000000000004
+        """
+        if self.summed:
+            return float(np.sum(values))
+        return float(np.mean(values)) if len(values) else math.nan
+
+    def format_value(self, value: float, *, aggregate: bool = False) -> str:
+        """``value`` as trec_eval prints it: an integer for a count, else four decimals.
+
+        ``aggregate=True`` formats the value over all queries (:meth:`aggregate`): an integer only for the
+        summed counts, four decimals for a mean (``hits@k`` averaged over queries).
+
+        Examples
+        --------
+        >>> parse_measure("num_rel(rel=2)").format_value(29.0), parse_measure("P@5").format_value(0.2)
+        ('29', '0.2000')
+        >>> parse_measure("hits@10").format_value(3.0), parse_measure("hits@10").format_value(3.0, aggregate=True)
+        ('3', '3.0000')
+        """
+        integral = self.is_count and (self.summed or not aggregate)
+        if integral and not math.isnan(value) and float(value).is_integer():
+            return str(int(value))
+        return f"{value:.4f}"
+
+    @property
     def description(self) -> str:
         return MEASURES[self.name].doc
 
@@ -179,36 +345,145 @@ def _int_param(text: str, what: str, original: str) -> int:
     return int(value)
 
 
-def parse_measure(text: str | Measure) -> Measure:
-    """Parse a metric name (case-insensitive, with the common aliases) into a :class:`Measure`.
+_CANNOT_PARSE = "cannot parse metric {text}; expected e.g. ndcg@10, P@5, mrr@10, recall@100 or precision@5(rel=2)"
+_BARE_VALUE = re.compile(r"^[A-Za-z][\w\-]*$")
 
-    Accepted: canonical names (``ndcg@10``, ``precision@5(rel=2)``), common short forms (``P@5``,
-    ``R@100``, ``nDCG@10``, ``MRR@10``, ``RR``, ``Success@10``, ``AP@100``, ``MAP``, ``Rprec``), ir_measures
-    style ``P(rel=2)@5``, and trec_eval names (``P_5``, ``ndcg_cut_10``, ``map_cut_100``, ``recall_100``,
-    ``success_10``, ``recip_rank``).
+
+def _parse_params(body: str, original: str) -> dict[str, object]:
+    """``rel=2, dcg="exp-log2"`` -> ``{"rel": 2, "dcg": "exp-log2"}``, values read with :func:`ast.literal_eval`."""
+    out: dict[str, object] = {}
+    for part in body.split(","):
+        if not part.strip():
+            raise MetricError(f"{original!r}: empty parameter in ({body}); expected key=value, e.g. (rel=2)")
+        key, eq, raw = part.partition("=")
+        key, raw = key.strip().lower(), raw.strip()
+        if not eq or not key.isidentifier() or not raw:
+            raise MetricError(f"{original!r}: cannot read parameter {part.strip()!r}; expected key=value, e.g. rel=2")
+        if key in out:
+            raise MetricError(f"{original!r}: {key}= given twice")
+        try:
+            value: object = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            if not _BARE_VALUE.match(raw):
+                raise MetricError(f"{original!r}: cannot read the value of {key}= ({raw!r})") from None
+            value = raw  # an unquoted word, e.g. dcg=exp-log2
+        out[key] = value
+    return out
+
+
+def _param_int(value: object, key: str, original: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise MetricError(f"{original!r}: {key} must be an integer. Got {value!r}.")
+    return _int_param(str(value), key, original)
+
+
+def _unknown(text: str, raw: str) -> MetricError:
+    """The error for a name no dialect maps to a measure rankbridge computes, naming the nearest ones."""
+    if raw in _NOT_COMPUTED:
+        what, nearest = _NOT_COMPUTED[raw]
+        return MetricError(f"{text!r}: rankbridge does not compute {what}; the nearest measures it computes: {nearest}")
+    names = sorted(set(_ALIASES) | set(MEASURES))
+    close = difflib.get_close_matches(raw, names, n=3, cutoff=0.6)
+    guesses = list(dict.fromkeys(_ALIASES[c] for c in close))
+    hint = f" (did you mean {' or '.join(guesses)}?)" if guesses else ""
+    known = ", ".join(MEASURES)
+    return MetricError(
+        f"unknown metric {text!r}{hint}; rankbridge computes: {known} (and aliases such as P@5, nDCG@10)"
+    )
+
+
+def parse_measure(text: str | Measure) -> Measure:
+    """Parse a metric name from any dialect (case-insensitive) into a :class:`Measure`.
+
+    Accepted, beside the canonical names (``ndcg@10``, ``precision@5(rel=2)``):
+
+    * trec_eval / pytrec_eval: ``P_5``, ``P.5``, ``ndcg_cut_10``, ``ndcg_cut.10``, ``map_cut_100``,
+      ``recall.100``, ``success_1``, ``recip_rank``, ``Rprec``, ``bpref``, ``set_P``, ``set_recall``,
+      ``set_F``, ``num_ret``, ``num_rel``, ``num_rel_ret`` (a threshold ``-l2`` is ``(rel=2)``);
+    * ranx: ``hits@k`` (a count), ``hit_rate@k``, ``precision@k``, ``recall@k``, ``f1@k``, ``mrr@k``,
+      ``map@k``, ``ndcg@k``, ``ndcg_burges@k``, ``dcg@k``, ``dcg_burges@k``, ``r-precision``, ``bpref``;
+    * ir_measures: ``nDCG@10``, ``nDCG(dcg="exp-log2")@10``, ``P@5``, ``P(rel=2)@5``, ``R@100``, ``AP``,
+      ``AP@100``, ``RR``, ``RR@10``, ``Success@10``, ``Rprec``, ``Bpref``, ``SetP``, ``SetR``, ``SetF``,
+      ``NumRet``, ``NumRet(rel=2)``, ``NumRel``, ``NumRelRet``, ``Judged@10``;
+    * LlamaIndex ``RetrieverEvaluator`` names (``hit_rate``, ``mrr``, ``precision``, ``recall``, ``ap``,
+      ``ndcg``) with a cut-off where the measure needs one.
+
+    Raises
+    ------
+    MetricError
+        For a name no dialect maps to a measure rankbridge computes (naming the nearest ones it does),
+        and for a bad parameter (k, rel, dcg).
+
+    Examples
+    --------
+    >>> str(parse_measure("P.5")), str(parse_measure('nDCG(dcg="exp-log2")@10')), str(parse_measure("hits@3"))
+    ('precision@5', 'ndcg_exp@10', 'hits@3')
+    >>> str(parse_measure("NumRet(rel=2)"))
+    'num_rel_ret(rel=2)'
     """
     if isinstance(text, Measure):
         return text
     if not isinstance(text, str):
         raise MetricError(f"expected a metric name as str, found {type(text).__name__} {text!r}")
+    if _LIST_RE.match(text):
+        raise MetricError(
+            f"{text!r}: trec_eval's list form names several measures; give one cut-off each, e.g. P.5 and P.10"
+        )
     m = _MEASURE_RE.match(text)
     if m is None:
-        raise MetricError(
-            f"cannot parse metric {text!r}; expected e.g. ndcg@10, P@5, mrr@10, recall@100 or precision@5(rel=2)"
-        )
-    raw = m.group("name").lower()
+        raise MetricError(_CANNOT_PARSE.format(text=repr(text)))
+    raw = m.group("name").lower().replace("-", "_")
+    if raw.endswith("_") and len(raw) > 1:
+        raise MetricError(_CANNOT_PARSE.format(text=repr(text)))
     name = _ALIASES.get(raw)
     if name is None:
-        known = ", ".join(sorted(MEASURES))
-        raise MetricError(f"unknown metric {text!r}; known metrics: {known} (and aliases such as P@5, nDCG@10)")
+        glued = re.match(r"^([a-z_]+?)_?(\d+)$", raw)  # ndcg10: a cut-off without its separator
+        if glued and glued.group(1) in _ALIASES:
+            raise MetricError(
+                f"{_CANNOT_PARSE.format(text=repr(text))}; did you mean {glued.group(1)}@{glued.group(2)}?"
+            )
+        raise _unknown(text, raw)
     k = _int_param(m.group("k"), "k", text) if m.group("k") is not None else None
     if raw in ("ndcg_cut", "map_cut") and k is None:
         # trec_eval's bare ndcg_cut/map_cut mean a list of cut-offs; ours name one measure each
         raise MetricError(f"{text!r}: give one cut-off, e.g. {raw}_10 (or {name}@10); the uncut measure is {name!r}")
-    if m.group("rel1") is not None and m.group("rel2") is not None:
-        raise MetricError(f"{text!r}: rel= given twice")
-    rel_text = m.group("rel1") or m.group("rel2")
-    rel = _int_param(rel_text, "rel", text) if rel_text is not None else 1
+    if m.group("params1") is not None and m.group("params2") is not None:
+        p1 = _parse_params(m.group("params1"), text)
+        p2 = _parse_params(m.group("params2"), text)
+        twice = sorted(set(p1) & set(p2))
+        if twice:
+            raise MetricError(f"{text!r}: {twice[0]}= given twice")
+        params = {**p1, **p2}
+    else:
+        body = m.group("params1") if m.group("params1") is not None else m.group("params2")
+        params = _parse_params(body, text) if body is not None else {}
+    rel_given = "rel" in params
+    rel = _param_int(params.pop("rel"), "rel", text) if rel_given else 1
+    if raw == "numret" and rel_given:
+        name = "num_rel_ret"  # ir_measures: NumRet(rel=N) counts retrieved docs with label >= N
+    if "dcg" in params:
+        dcg = params.pop("dcg")
+        if name not in ("ndcg", "ndcg_exp", "dcg", "dcg_exp") or dcg not in ("log2", "exp-log2"):
+            raise MetricError(
+                f"{text!r}: dcg= applies to nDCG and DCG, as 'log2' (linear gain) or 'exp-log2' (gain 2^label - 1). "
+                f"Got dcg={dcg!r}."
+            )
+        if dcg == "exp-log2":
+            name = name if name.endswith("_exp") else f"{name}_exp"
+        elif name.endswith("_exp"):
+            raise MetricError(f"{text!r}: {raw} already uses exponential gain; dcg='log2' contradicts it")
+    if "beta" in params:
+        beta = params.pop("beta")
+        if name not in ("set_f1", "f1") or isinstance(beta, bool) or beta != 1:
+            raise MetricError(f"{text!r}: only F1 is computed (beta=1, on set_f1 and f1@k). Got beta={beta!r}.")
+    if params.get("judged_only") is False:
+        params.pop("judged_only")
+    if params:
+        key = sorted(params)[0]
+        raise MetricError(
+            f"{text!r}: unknown parameter {key}={params[key]!r}; "
+            "rankbridge measures take rel=N (binary measures) and dcg='log2'|'exp-log2' (nDCG, DCG)"
+        )
     try:
         return Measure(name, k, rel)
     except MetricError as exc:

@@ -110,6 +110,32 @@ def _gain(labels: np.ndarray, exponential: bool) -> np.ndarray:
     return np.exp2(pos) - 1.0 if exponential else pos
 
 
+_FOUND_MEASURES = frozenset(
+    {"hit_rate", "precision", "recall", "num_rel_ret", "hits", "f1", "set_precision", "set_recall", "set_f1"}
+)
+
+
+def _bpref(table: HitTable, rel: int) -> np.ndarray:
+    """trec_eval's bpref: (1/|R|) Σ over relevant retrieved docs of 1 - min(n, |R|) / min(|N|, |R|).
+
+    ``n`` is the number of judged non-relevant docs (labels 0 .. rel-1) ranked above the relevant doc and
+    ``N`` those the qrels hold; docs with a negative label are left out, as trec_eval leaves them out.
+    """
+    q, label = table.hit_query, table.hit_label
+    nonrel = (label >= 0) & (label < rel)
+    before: np.ndarray = np.cumsum(nonrel) - nonrel  # judged non-relevant docs ahead, over the whole table
+    start = np.arange(len(q), dtype=_INT) - _position_in_group(q) + 1
+    above: np.ndarray = (before - before[start] if len(q) else before).astype(np.float64)
+    nrel = table.num_relevant(rel).astype(np.float64)
+    jl = table.judged_label
+    n_nonrel = np.bincount(table.judged_query[(jl >= 0) & (jl < rel)], minlength=table.num_queries)
+    sel = label >= rel
+    qs = q[sel]
+    denom = np.minimum(n_nonrel[qs], nrel[qs]).astype(np.float64)
+    term = 1.0 - _safe_div(np.minimum(above[sel], nrel[qs]), denom)
+    return _safe_div(table._per_query(qs, term), nrel)
+
+
 def compute(table: HitTable, measure: Measure) -> np.ndarray:
     """Per-query values of ``measure``, a float64 array aligned with ``table.query_ids``.
 
@@ -123,16 +149,25 @@ def compute(table: HitTable, measure: Measure) -> np.ndarray:
     name, k, rel = measure.name, measure.k, measure.rel
     q, rank, label = table.hit_query, table.hit_rank, table.hit_label
     within = rank <= k if k is not None else np.ones(len(rank), dtype=bool)
-    if name in ("hit_rate", "precision", "recall", "num_rel_ret"):
+    if name in _FOUND_MEASURES:
         sel = (label >= rel) & within
         found = table._per_query(q[sel])
         if name == "hit_rate":
             return (found > 0).astype(np.float64)
         if name == "precision":
             return found / k  # type: ignore[operator]
-        if name == "num_rel_ret":
+        if name in ("num_rel_ret", "hits"):
             return found
-        return _safe_div(found, table.num_relevant(rel))
+        if name in ("recall", "set_recall"):
+            return _safe_div(found, table.num_relevant(rel))
+        # f1@k and set_f1: P = found / k (or / retrieved), R = found / |R|, computed as ranx does
+        p = found / k if k is not None else _safe_div(found, table.n_ret.astype(np.float64))
+        if name == "set_precision":
+            return p
+        r = _safe_div(found, table.num_relevant(rel))
+        return 2 * _safe_div(p * r, p + r)
+    if name == "bpref":
+        return _bpref(table, rel)
     if name == "mrr":
         sel = (label >= rel) & within
         qs, rs = q[sel], rank[sel]
