@@ -8,7 +8,8 @@ The hierarchy::
     │   ├── MetricError             an unknown metric name or a bad parameter (k, rel)
     │   └── IdMismatchError         a run's doc ids are not the ids the golden set judges
     ├── MissingExtraError (ImportError)   an optional framework is not installed
-    └── RetrievalError              a retriever failed (raised by adapters and the runner)
+    ├── RetrievalError              a retriever failed (raised by adapters and the runner)
+    └── CheckpointError (OSError)   a run's checkpoint could not be written; carries the run so far
 
 Every message says what was expected, what was found, and where.
 """
@@ -16,6 +17,7 @@ Every message says what was expected, what was found, and where.
 from __future__ import annotations
 
 __all__ = [
+    "CheckpointError",
     "IdMismatchError",
     "InputError",
     "MetricError",
@@ -96,3 +98,15 @@ class MissingExtraError(RankbridgeError, ImportError):
 
 class RetrievalError(RankbridgeError):
     """A retriever failed: it raised, timed out, or returned something unusable."""
+
+
+class CheckpointError(RankbridgeError, OSError):
+    """The runner could not append to its checkpoint file (a full disk, a lost mount).
+
+    The run stopped at once; ``run`` holds every query that finished, in memory, and the checkpoint holds
+    every line written before the failure, so a later call with the same file resumes from there.
+    """
+
+    def __init__(self, message: str, *, run: object = None):
+        self.run = run
+        super().__init__(message)

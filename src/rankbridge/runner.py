@@ -18,6 +18,15 @@ What the runner guarantees
   line in the layout of :func:`rankbridge.io.read_run_jsonl`; running again with the same file skips the
   queries already done (failed ones are retried unless ``retry_failed=False``), and a last line cut by a
   crash is dropped.
+* **Loud when the run is broken**: when the first 5 queries to finish all fail with the same error (no doc
+  id, an unreachable store), the run stops and raises :class:`~rankbridge.RetrievalError` with that
+  error (``keep_going=True`` runs on); with a golden set, doc ids that match nothing it knows are found
+  on the first queries, before the run (see ``check_ids``).
+* **No hang**: a checkpoint that cannot be written (a full disk) stops the run at once with
+  :class:`~rankbridge.errors.CheckpointError`, which carries what finished; a line ``json`` cannot encode
+  as is (a tuple key in metadata) is written with its metadata made encodable; a retriever raising
+  ``SystemExit`` fails its query; calls that hang past their timeout hold at most ``max(16, 2 *
+  concurrency)`` threads, after which the remaining queries fail as not run.
 * **Ctrl-C** stops :func:`run_retriever` and returns what finished (``run.config["interrupted"]``); the
   queries not finished are missing from the run and score 0 until resumed.
 * **Works inside a running event loop** (Jupyter, an async app): :func:`run_retriever` then drives async
@@ -54,7 +63,14 @@ from pathlib import Path
 from time import perf_counter
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from rankbridge.errors import IdMismatchError, InputError, ParseError, RankbridgeError, RetrievalError
+from rankbridge.errors import (
+    CheckpointError,
+    IdMismatchError,
+    InputError,
+    ParseError,
+    RankbridgeError,
+    RetrievalError,
+)
 from rankbridge.retriever import normalize_hits
 from rankbridge.types import GoldenSet, Hit, Query, Run, _check_id
 
@@ -286,11 +302,28 @@ class _Recorder:
         #: set when the run stopped early because its first queries all failed alike: (count, message)
         self.aborted: tuple[int, str] | None = None
         self._first_failures: Counter[str] = Counter()
+        #: why the checkpoint could not be written; the run stops when it is set
+        self.write_error: str | None = None
 
     def _write(self, obj: dict[str, Any]) -> None:
-        if self.checkpoint is not None:
-            self.checkpoint.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+        """Append one line to the checkpoint (caller holds the lock); never raises into an engine.
+
+        A line that ``json`` cannot encode as is (a tuple key or a cycle in a hit's metadata) is written
+        with its metadata made encodable (:func:`_jsonable`). A failing write (a full disk) stops the run:
+        the engines see ``closed`` and ``_check_outcome`` raises :class:`CheckpointError` with the run.
+        """
+        if self.checkpoint is None or self.write_error is not None:
+            return
+        try:
+            try:
+                line = json.dumps(obj, ensure_ascii=False, default=str)
+            except (TypeError, ValueError, RecursionError):
+                line = json.dumps(_jsonable(obj), ensure_ascii=False, default=str)
+            self.checkpoint.write(line + "\n")
             self.checkpoint.flush()
+        except Exception as exc:  # OSError (ENOSPC, EIO), or anything else: the run cannot be resumed past here
+            self.write_error = f"{type(exc).__name__}: {exc}"
+            self.closed = True
 
     def success(
         self, job: _Job, hits: list[Hit], notes: list[str], stages: dict[str, list[Hit]], latency: float
@@ -347,6 +380,17 @@ class _Recorder:
                 self.closed = True  # the engines stop taking queries; calls in flight are ignored
 
 
+def _jsonable(value: Any, depth: int = 0) -> Any:
+    """``value`` with mapping keys made strings and cycles or very deep nesting cut, for a checkpoint line."""
+    if depth > 50:
+        return repr(value)[:200]
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, depth + 1) for v in value]
+    return value
+
+
 def _describe(exc: BaseException) -> str:
     cause = exc.__cause__ if isinstance(exc, RankbridgeError) and exc.__cause__ is not None else None
     text = str(exc) if cause is not None or isinstance(exc, RankbridgeError) else f"{type(exc).__name__}: {exc}"
@@ -383,6 +427,10 @@ class _SyncEngine:
         self.slots: list[_Slot] = []
         self.live = 0
         self.stop = threading.Event()
+        #: threads still inside a call that timed out; past the bound no more are started (a retriever that
+        #: hangs on every call would otherwise cost a thread per query)
+        self.hung = 0
+        self.max_hung = max(16, 2 * concurrency)
 
     def _spawn(self) -> None:  # caller holds the lock
         slot = _Slot()
@@ -414,6 +462,8 @@ class _SyncEngine:
                 raw = call(job.text, k)
             except Exception as e:
                 exc = e
+            except BaseException as e:  # SystemExit / KeyboardInterrupt raised by the retriever itself
+                exc = RetrievalError(f"the retriever raised {type(e).__name__}({e})")
             latency = perf_counter() - t0
             result: Normalized | None = None
             bad: BaseException | None = None
@@ -424,6 +474,8 @@ class _SyncEngine:
                     bad = e
             with lock:
                 if slot.abandoned:  # the watchdog timed this call out and replaced this worker
+                    self.hung -= 1
+                    self.cond.notify()
                     return
                 slot.job = None
                 slot.deadline = math.inf
@@ -461,11 +513,21 @@ class _SyncEngine:
         slot.abandoned = True
         self.slots.remove(slot)
         self.live -= 1
+        self.hung += 1
         assert self.timeout is not None
         if self.rec.failure(job, "timeout", f"no result within {self.timeout:g} s", self.timeout, retryable=True):
             self.pending.appendleft(job)
-        if self.pending:
+        if not self.pending:
+            return
+        if self.hung < self.max_hung:
             self._spawn()
+        elif self.live == 0:  # every worker is stuck in a call: fail what is left rather than start more
+            detail = (
+                f"not run: {self.hung} calls are still running past the {self.timeout:g} s timeout (the retriever "
+                "seems to hang); no more threads were started"
+            )
+            while self.pending:
+                self.rec.failure(self.pending.popleft(), "timeout", detail, 0.0, retryable=False)
 
 
 # -- the async engine: worker coroutines on one loop ------------------------------------------------
@@ -535,6 +597,8 @@ async def _run_async(
                 kind, detail = "timeout", f"no result within {timeout:g} s"
             except Exception as e:
                 kind, detail = "error", _describe(e)
+            except (SystemExit, KeyboardInterrupt) as e:  # raised by the retriever itself, not by a Ctrl-C here
+                kind, detail = "error", f"the retriever raised {type(e).__name__}({e})"
             latency = perf_counter() - t0
             if kind:
                 with lock:
@@ -814,7 +878,11 @@ def _finish(p: _Prepared, interrupted: bool, total: int) -> Run:
     p.bar.close()
     if p.checkpoint_fh is not None:
         with p.rec.lock:
-            p.checkpoint_fh.close()
+            try:
+                p.checkpoint_fh.close()
+            except OSError as exc:  # the last flush: a full disk shows here when the lines were buffered
+                if p.rec.write_error is None:
+                    p.rec.write_error = f"{type(exc).__name__}: {exc}"
     run = p.run
     with p.rec.lock:
         p.rec.closed = True
@@ -834,6 +902,14 @@ def _finish(p: _Prepared, interrupted: bool, total: int) -> Run:
 
 
 def _check_outcome(p: _Prepared, run: Run) -> Run:
+    if p.rec.write_error is not None:
+        done = len(run.query_ids())
+        raise CheckpointError(
+            f"run_retriever: could not write the checkpoint {run.config.get('checkpoint')}: {p.rec.write_error}. "
+            f"The run stopped; the {done} queries that finished are on this exception's .run, and a call with "
+            "the same checkpoint resumes after the last line written",
+            run=run,
+        )
     return _refuse_suspicious(run, p.golden, check_ids=p.check_ids, keep_going=p.rec.keep_going, aborted=p.rec.aborted)
 
 
