@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rankbridge.compare import Comparison, compare, failures, slices
 from rankbridge.errors import (
+    CheckpointError,
     IdMismatchError,
     InputError,
     MetricError,
@@ -79,6 +80,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "CheckpointError",
     "Comparison",
     "Evaluation",
     "GateResult",
