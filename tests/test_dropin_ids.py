@@ -326,3 +326,39 @@ def test_report_on_mismatched_ids_never_advises_judging() -> None:
         assert "doc ids do not match the qrels" in text
         assert "judge them" not in text and "judge these" not in text
         assert "doc ids do not match the qrels' (see the warnings)" in text.replace("&#39;", "'")
+
+
+# -- the command line -------------------------------------------------------------------------------------------
+def test_cli_says_ids_do_not_match_and_stops_on_identical_failures(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    from rankbridge.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    (tmp_path / "qrels.txt").write_text("".join(f"q{i} 0 doc-{i} 1\n" for i in range(30)))
+    (tmp_path / "run.txt").write_text(
+        "".join(f"q{i} Q0 uuid-{i}-{j} {j + 1} {1 - j / 10} x\n" for i in range(30) for j in range(3))
+    )
+    assert main(["evaluate", "qrels.txt", "run.txt", "-m", "ndcg@10", "--format", "trec"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count("rankbridge: warning: doc ids do not match the qrels") == 1
+    assert "the qrels' ids look like 'doc-0'" in captured.err and "judge them" not in captured.err
+    # `rankbridge run`: the first queries all failing alike stop the run (exit 3, nothing written)
+    (tmp_path / "broken_app.py").write_text("def search(query, k):\n    raise ConnectionError('store down')\n")
+    (tmp_path / "queries.tsv").write_text("".join(f"q{i}\tquestion {i}\n" for i in range(12)))
+    args = ["run", "broken_app:search", "--queries", "queries.tsv", "-o", "out.jsonl", "-q", "--retries", "0"]
+    assert main([*args, "--concurrency", "1"]) == 3
+    err = capsys.readouterr().err
+    assert "the first 5 queries all failed with the same error" in err and "store down" in err
+    assert not (tmp_path / "out.jsonl").exists()
+    assert main([*args, "--keep-going"]) == 3  # every query run, the failures written
+    assert (tmp_path / "out.jsonl").exists()
+
+
+def test_the_run_summary_says_which_ids_were_used(golden: GoldenSet, li_index: Any) -> None:
+    run = rb.run_retriever(li_index.as_retriever(similarity_top_k=5), golden, progress=False)
+    text = str(rb.summarize(run))
+    assert "doc ids: 0 of" in text and "Under id_from='ref_doc_id'" in text

@@ -1224,6 +1224,9 @@ class RunSummary:
         Failure kind -> the message of its first query, as an example.
     with_notes:
         Queries whose result was repaired or guessed at (see ``run.config["problems"]``).
+    id_resolution:
+        When the ids the retriever returned matched nothing the golden set knows and another id source of
+        its results did: what was done (``run.config["id_resolution"]["message"]``), else ``None``.
     """
 
     name: str
@@ -1238,6 +1241,7 @@ class RunSummary:
     unfinished: int
     resumed: int
     latency_median: float | None
+    id_resolution: str | None = None
 
     def __str__(self) -> str:
         parts = [f"{self.queries} queries: {self.succeeded} succeeded, {self.failed} failed"]
@@ -1252,6 +1256,8 @@ class RunSummary:
         if self.duplicates:
             parts.append(f"{self.duplicates} duplicate hits dropped")
         text = "; ".join(parts) + "."
+        if self.id_resolution:
+            text += f"\n  doc ids: {self.id_resolution}"
         for _, msg in sorted(self.examples.items()):
             text += f"\n  e.g. {msg}"
         return text
@@ -1296,4 +1302,5 @@ def summarize(run: Run) -> RunSummary:
         unfinished=unfinished,
         resumed=int(run.config.get("resumed", 0)),
         latency_median=median,
+        id_resolution=(run.config.get("id_resolution") or {}).get("message"),
     )
