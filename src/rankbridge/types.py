@@ -457,6 +457,9 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
             if copy:
                 clean: dict[str, float] = {}
                 for doc, score in docs.items():
+                    if type(doc) is str and type(score) is float and score == score:  # the common case, no call
+                        clean[doc] = score
+                        continue
                     where = f"run[{qid!r}][{doc!r}]"
                     clean[_check_id(doc, "doc id", where)] = _check_score(score, where)
                 if len(clean) != len(docs):
