@@ -463,6 +463,7 @@ def parse_measure(text: str | Measure) -> Measure:
         name = "num_rel_ret"  # ir_measures: NumRet(rel=N) counts retrieved docs with label >= N
     if "dcg" in params:
         dcg = params.pop("dcg")
+        dcg = dcg.lower() if isinstance(dcg, str) else dcg
         if name not in ("ndcg", "ndcg_exp", "dcg", "dcg_exp") or dcg not in ("log2", "exp-log2"):
             raise MetricError(
                 f"{text!r}: dcg= applies to nDCG and DCG, as 'log2' (linear gain) or 'exp-log2' (gain 2^label - 1). "
