@@ -107,7 +107,7 @@ class MatchedContext:
         The fuzzy similarity (0-100) of the best document, when the fuzzy step ran (also for an unmatched
         context, so you can see how far it was from the threshold).
     where:
-        The row (``row 3``, ``line 4``) it came from.
+        Where its row came from: ``file:line``, or ``<source> row i`` (0-based) for an object.
     """
 
     query_id: str
@@ -335,7 +335,7 @@ def match_ragas_contexts(
             except InputError as exc:
                 raise loc.error(str(exc), cols["ids"]) from None
             for i, d in enumerate(ids):
-                matches.append(MatchedContext(qid, i, "", (d,), "given", where=str(loc)))
+                matches.append(MatchedContext(qid, i, "", (d,), "given", where=loc.full()))
                 found[d] = 1
         else:
             contexts = _contexts(row.get(cols["contexts"]), loc, cols["contexts"]) if cols["contexts"] else []
@@ -351,7 +351,7 @@ def match_ragas_contexts(
                     best, score = index.fuzzy(ctx)
                     if score is not None and score >= fuzzy_threshold:
                         doc_ids, method = best, "fuzzy"
-                matches.append(MatchedContext(qid, i, ctx, doc_ids, method, score, str(loc)))
+                matches.append(MatchedContext(qid, i, ctx, doc_ids, method, score, loc.full()))
                 found.update(dict.fromkeys(doc_ids, 1))
         if found:
             judged[qid] = found
@@ -379,7 +379,7 @@ def _describe_unmatched(match: ContextMatch, limit: int = 5) -> str:
     shown = []
     for c in lost[:limit]:
         score = f", best fuzzy score {c.score:.1f}" if c.score is not None else ""
-        shown.append(f"{c.where} query {c.query_id!r} context {c.index} ({c.text[:50]!r}{score})")
+        shown.append(f"{c.where}: query {c.query_id!r} context {c.index} ({c.text[:50]!r}{score})")
     more = f"; and {len(lost) - limit} more" if len(lost) > limit else ""
     unjudged = sum(1 for q in match.golden.queries if q.id not in match.golden.qrels)
     tail = f"; {unjudged} questions have no matched context and are not judged" if unjudged else ""

@@ -274,6 +274,10 @@ class _Loc:
     def __str__(self) -> str:
         return f"line {self.line}" if self.line is not None else f"row {self.row}"
 
+    def full(self) -> str:
+        """``file:line`` or ``source row i``."""
+        return f"{self.source}:{self.line}" if self.line is not None else f"{self.source} row {self.row}"
+
     def error(self, message: str, column: str | None = None) -> ParseError:
         col = f"column {column!r}: " if column is not None else ""
         if self.line is not None:
