@@ -364,3 +364,89 @@ def test_cli_trec_format_keeps_canonical_names_when_levels_differ(capsys: pytest
         ("precision@1(rel=2)", "all"): "0.0000",
         ("mrr@5", "all"): "1.0000",
     }
+
+
+# --------------------------------------------------------------------------------------------------
+# DataFrames out (issue 19 point 4): Evaluation.to_pandas, Comparison.to_pandas
+# --------------------------------------------------------------------------------------------------
+
+
+def _evaluation():
+    qrels = {"q1": {"a": 1}, "q2": {"b": 2}, "q3": {"c": 1}}
+    return evaluate(qrels, {"q1": ["x", "a"], "q2": ["b"]}, ["mrr", "P@1", "num_rel_ret"])
+
+
+def test_evaluation_to_pandas_long_and_wide() -> None:
+    pytest.importorskip("pandas")
+    ev = _evaluation()
+    long = ev.to_pandas()
+    assert list(long.columns) == ["query_id", "metric", "value"]
+    assert len(long) == 3 * 3
+    got = {(r.query_id, r.metric): r.value for r in long.itertuples()}
+    assert got == {(q, m): v for m, per in ev.per_query.items() for q, v in per.items()}
+    wide = ev.to_pandas("wide")
+    assert list(wide.columns) == ["query_id", "mrr", "precision@1", "num_rel_ret"]
+    assert wide["query_id"].tolist() == ["q1", "q2", "q3"]
+    assert wide["mrr"].tolist() == [0.5, 1.0, 0.0]
+    # the long form pivots into the wide one
+    pivot = long.pivot(index="query_id", columns="metric", values="value")
+    assert pivot.loc["q2", "precision@1"] == wide.set_index("query_id").loc["q2", "precision@1"] == 1.0
+    with pytest.raises(ValueError, match="form must be 'long' or 'wide'"):
+        ev.to_pandas("tall")  # type: ignore[arg-type]
+
+
+def test_comparison_to_pandas_one_row_per_run_and_metric() -> None:
+    pytest.importorskip("pandas")
+    from rankbridge import compare
+
+    qrels = {f"q{i}": {"a": 1} for i in range(8)}
+    runs = {
+        "bm25": {f"q{i}": (["a"] if i < 3 else ["x", "a"]) for i in range(8)},
+        "dense": {f"q{i}": (["a"] if i < 6 else ["x", "y", "a"]) for i in range(8)},
+    }
+    cmp = compare(runs, qrels, ["mrr", "P@1"], baseline="bm25", n_resamples=500)
+    df = cmp.to_pandas()
+    assert len(df) == 2 * 2
+    assert df[["run", "metric"]].values.tolist() == [
+        ["bm25", "mrr"],
+        ["bm25", "precision@1"],
+        ["dense", "mrr"],
+        ["dense", "precision@1"],
+    ]
+    assert df["baseline"].tolist() == [True, True, False, False]
+    row = df[(df.run == "dense") & (df.metric == "mrr")].iloc[0]
+    pc = cmp.paired["mrr"]["dense"]
+    assert row["mean"] == cmp.means["mrr"]["dense"].estimate
+    assert (row.ci_low, row.ci_high) == (cmp.means["mrr"]["dense"].low, cmp.means["mrr"]["dense"].high)
+    assert row.delta == pc.difference.estimate == pytest.approx((6 + 2 / 3) / 8 - (3 + 5 / 2) / 8)
+    assert (row.pvalue, row.pvalue_adjusted, row.effect_size) == (pc.pvalue, pc.pvalue_adjusted, pc.effect_size)
+    assert (row.wins, row.ties, row.losses) == (pc.wins, pc.ties, pc.losses) == (3, 3, 2)
+    base = df[df.baseline].iloc[0]
+    assert np.isnan(base.delta) and base.wins is pd_na()
+
+
+def pd_na():
+    import pandas as pd
+
+    return pd.NA
+
+
+def test_to_pandas_without_pandas_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    from rankbridge import compare
+    from rankbridge.errors import MissingExtraError
+
+    real_import = builtins.__import__
+
+    def no_pandas(name: str, *args, **kwargs):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ImportError("No module named 'pandas'")
+        return real_import(name, *args, **kwargs)
+
+    ev = _evaluation()
+    cmp = compare({"a": ev, "b": ev}, None, ["mrr"], n_resamples=100)
+    monkeypatch.setattr(builtins, "__import__", no_pandas)
+    for call in (ev.to_pandas, cmp.to_pandas):
+        with pytest.raises(MissingExtraError, match="pip install pandas"):
+            call()

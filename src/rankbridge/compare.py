@@ -348,6 +348,77 @@ class Comparison:
         """Notebook display: the report as an HTML fragment."""
         return self.report()._repr_html_()
 
+    def to_pandas(self) -> Any:
+        """One row per (run, metric) as a pandas DataFrame (pandas is imported only here).
+
+        Columns: ``run``, ``metric``, ``baseline`` (True on the baseline's rows), ``mean``, ``ci_low``,
+        ``ci_high`` (the interval at :attr:`level`), ``delta`` (mean difference with the baseline),
+        ``delta_low``, ``delta_high``, ``pvalue``, ``pvalue_adjusted`` (after :attr:`correction`),
+        ``significant``, ``effect_size``, ``wins``, ``ties``, ``losses`` (queries better, equal, worse than
+        the baseline). The paired columns are empty (NaN, ``<NA>``) on the baseline's rows.
+
+        Raises
+        ------
+        MissingExtraError
+            pandas is not installed (``pip install pandas``).
+
+        Examples
+        --------
+        >>> qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}}
+        >>> runs = {"bm25": {"q1": ["a"], "q2": ["x", "b"], "q3": ["x"]},
+        ...         "dense": {"q1": ["a"], "q2": ["b"], "q3": ["c"]}}
+        >>> df = compare(runs, qrels, ["mrr"], baseline="bm25", n_resamples=200).to_pandas()
+        >>> df[["run", "metric", "mean", "delta", "wins", "ties", "losses"]]
+             run metric  mean  delta  wins  ties  losses
+        0   bm25    mrr   0.5    NaN  <NA>  <NA>    <NA>
+        1  dense    mrr   1.0    0.5     2     1       0
+        """
+        try:
+            import pandas as pd  # type: ignore[import-untyped]
+        except ImportError as exc:
+            from rankbridge.errors import MissingExtraError
+
+            err = MissingExtraError("pandas", "pandas", "Comparison.to_pandas()")
+            err.msg = (  # ImportError prints .msg: name the plain install, as there is no pandas extra
+                "Comparison.to_pandas() needs the 'pandas' package, which is not installed. "
+                "Install it with: pip install pandas"
+            )
+            err.args = (err.msg,)
+            raise err from exc
+        nan = math.nan
+        records: list[dict[str, Any]] = []
+        for run in self.runs:
+            for metric in self.metrics:
+                iv = self.means[metric][run]
+                pc = self.paired[metric].get(run)
+                records.append(
+                    {
+                        "run": run,
+                        "metric": metric,
+                        "baseline": run == self.baseline,
+                        "mean": iv.estimate,
+                        "ci_low": iv.low,
+                        "ci_high": iv.high,
+                        "delta": pc.difference.estimate if pc else nan,
+                        "delta_low": pc.difference.low if pc else nan,
+                        "delta_high": pc.difference.high if pc else nan,
+                        "pvalue": pc.pvalue if pc else nan,
+                        "pvalue_adjusted": pc.pvalue_adjusted if pc else nan,
+                        "significant": pc.significant if pc else None,
+                        "effect_size": pc.effect_size if pc else nan,
+                        "wins": pc.wins if pc else None,
+                        "ties": pc.ties if pc else None,
+                        "losses": pc.losses if pc else None,
+                    }
+                )
+        columns = ["run", "metric", "baseline", "mean", "ci_low", "ci_high", "delta", "delta_low", "delta_high"]
+        columns += ["pvalue", "pvalue_adjusted", "significant", "effect_size", "wins", "ties", "losses"]
+        df = pd.DataFrame.from_records(records, columns=columns)
+        for col in ("wins", "ties", "losses"):
+            df[col] = pd.array(df[col].tolist(), dtype="Int64")
+        df["significant"] = pd.array(df["significant"].tolist(), dtype="boolean")
+        return df
+
     def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
         """A JSON-ready dict; ``per_query=True`` adds every run's per-query values."""
         out: dict[str, Any] = {

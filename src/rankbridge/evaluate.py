@@ -116,6 +116,63 @@ class Evaluation:
             return self.values[metric]
         return self.values[str(parse_measure(metric))]
 
+    def to_pandas(self, form: Literal["long", "wide"] = "long") -> Any:
+        """Per-query values as a pandas DataFrame (pandas is imported only here).
+
+        Parameters
+        ----------
+        form:
+            ``"long"``: one row per (query, metric), columns ``query_id``, ``metric``, ``value``.
+            ``"wide"``: one row per query, a ``query_id`` column and one column per metric.
+
+        Raises
+        ------
+        MissingExtraError
+            pandas is not installed (``pip install pandas``).
+
+        Examples
+        --------
+        >>> ev = evaluate({"q1": {"d1": 1}, "q2": {"d9": 1}}, {"q1": {"d1": 0.9}}, ["mrr", "P@1"])
+        >>> ev.to_pandas()
+          query_id       metric  value
+        0       q1          mrr    1.0
+        1       q2          mrr    0.0
+        2       q1  precision@1    1.0
+        3       q2  precision@1    0.0
+        >>> ev.to_pandas("wide")
+          query_id  mrr  precision@1
+        0       q1  1.0          1.0
+        1       q2  0.0          0.0
+        """
+        try:
+            import pandas as pd  # type: ignore[import-untyped]
+        except ImportError as exc:
+            from rankbridge.errors import MissingExtraError
+
+            err = MissingExtraError("pandas", "pandas", "Evaluation.to_pandas()")
+            err.msg = (  # ImportError prints .msg: name the plain install, as there is no pandas extra
+                "Evaluation.to_pandas() needs the 'pandas' package, which is not installed. "
+                "Install it with: pip install pandas"
+            )
+            err.args = (err.msg,)
+            raise err from exc
+        if form == "wide":
+            columns: dict[str, Any] = {"query_id": list(self.query_ids)}
+            columns.update({name: np.asarray(v, dtype=np.float64) for name, v in self.values.items()})
+            return pd.DataFrame(columns)
+        if form != "long":
+            raise InputError(f"form must be 'long' or 'wide'. Got {form!r} instead.")
+        n = len(self.query_ids)
+        return pd.DataFrame(
+            {
+                "query_id": list(self.query_ids) * len(self.values),
+                "metric": [name for name in self.values for _ in range(n)],
+                "value": np.concatenate([np.asarray(v, dtype=np.float64) for v in self.values.values()])
+                if self.values
+                else np.zeros(0),
+            }
+        )
+
     def _repr_html_(self) -> str | None:
         """Notebook display: a one-run report (means with intervals, readings) as an HTML fragment."""
         from rankbridge.compare import compare
