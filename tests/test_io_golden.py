@@ -288,6 +288,8 @@ def test_beir_gz_folder_reads_equal_to_plain(forms: Path) -> None:
     assert gz.queries == plain.queries
     assert gz.qrels.to_dict() == plain.qrels.to_dict() == EXPECTED_QRELS
     assert gz.corpus == plain.corpus
+    assert gz.queries[1].metadata == {"source": "faq"} and gz.corpus is not None
+    assert gz.corpus["d2"]["url"] == "https://example.org/hamlet"  # extra fields kept, as read_beir keeps them
     assert read_golden_beir(forms / "beir").qrels.to_dict() == EXPECTED_QRELS  # plain folder: read_beir
     assert read_golden_beir(forms / "beir_gz", load_corpus=False).corpus is None
 
