@@ -158,6 +158,7 @@ def test_callable_judge_grades_and_marks_qrels() -> None:
         "model": "scripted-1",
         "prompt": "relevance/v1",
         "cached": False,
+        "flags": [],
     }
 
 
@@ -727,11 +728,15 @@ def test_injected_instruction_does_not_flip_the_grade(document: str) -> None:
     judge_llm = naive_follower(honest)
     # control 1: a naive prompt (document pasted inline) -> the injection flips the grade to 3
     assert parse_grade(judge_llm(naive_prompt(QUERY, document))).grade == 3
-    # control 2: our layout, but with a boundary the attacker knows -> the forged marker flips it
-    fixed = RELEVANCE_V1.render({"query": QUERY, "document": document}, boundary="B0UNDARY")
-    fixed = fixed.replace("B0UNDARY", "00000000deadbeef")  # render() refuses a boundary found in the data
+    # control 2: our layout with the data pasted raw (no dash-run shortening) and a boundary the attacker
+    # knows -> the forged marker flips it
+    fixed = RELEVANCE_V1.render({"query": QUERY, "document": "PLACEHOLDER"}, boundary="00000000deadbeef")
+    fixed = fixed.replace('"PLACEHOLDER"', json.dumps(document, ensure_ascii=False))
     expected_fixed = 3 if document is FORGED else 0
     assert parse_grade(judge_llm(fixed)).grade == expected_fixed
+    # our rendering, even with the boundary known: the forged marker is neutralised ("-----" -> "--")
+    known = RELEVANCE_V1.render({"query": QUERY, "document": document}, boundary="B0UNDARY")
+    assert parse_grade(judge_llm(known.replace("B0UNDARY", "00000000deadbeef"))).grade == 0
     # the judge's prompt (random boundary per call): the document stays data, the grade stays honest
     for _ in range(5):  # a fresh judge (and cache) each time: a fresh random boundary, never a cached grade
         with Judge(judge_llm, model_id="naive") as judge:

@@ -43,6 +43,7 @@ from rankbridge.judge.grading import (
     pool,
     relevance_summary,
 )
+from rankbridge.judge.injection import INJECTION_KINDS, injection_flags, redact_instructions
 from rankbridge.judge.llm import (
     BudgetExhausted,
     CallPolicy,
@@ -57,6 +58,7 @@ from rankbridge.judge.prompts import QUERY_STYLES, QUERY_V1, RELEVANCE_V1, REPAI
 
 __all__ = [
     "GRADES",
+    "INJECTION_KINDS",
     "QUERY_STYLES",
     "QUERY_V1",
     "RELEVANCE_V1",
@@ -91,10 +93,12 @@ __all__ = [
     "doc_hash",
     "generate_golden_set",
     "generate_queries",
+    "injection_flags",
     "judge_runs",
     "merge_qrels",
     "parse_grade",
     "parse_query",
     "pool",
+    "redact_instructions",
     "relevance_summary",
 ]

@@ -14,7 +14,13 @@ Every prompt is built the same way, so that text inside a query or a document ca
    ``\\n`` escapes, so a document cannot start a line of its own -- between ``-----BEGIN DATA <b>-----`` and
    ``-----END DATA <b>-----``, where ``<b>`` is a random boundary drawn for every call (and redrawn if it
    occurs in the data), so a document cannot forge the end of the block;
-3. the instructions are restated after the block, so the last words the model reads are ours.
+3. the instructions are restated after the block, so the last words the model reads are ours;
+4. inside the data, characters that some readers take for a line break or that hide text -- U+2028, U+2029,
+   U+0085, the C1 controls, zero-width and bidi controls -- are written as ``\\uXXXX`` escapes (the JSON
+   still decodes to the same text), and every run of three or more hyphens is shortened to ``--``, so no
+   line of the data can start, or look like, a ``-----END DATA``  marker, whatever its token.
+
+The rendering is part of :attr:`Prompt.fingerprint`: when it changes, cached grades are not reused.
 
 Examples
 --------
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,10 +49,36 @@ __all__ = [
     "QUERY_STYLES",
     "QUERY_V1",
     "RELEVANCE_V1",
+    "RENDER_VERSION",
     "REPAIR_V1",
     "Prompt",
+    "data_payload",
     "new_boundary",
 ]
+
+
+#: Bumped whenever :meth:`Prompt.render` presents the data differently (part of every fingerprint).
+RENDER_VERSION = "2"
+
+# read as line breaks by str.splitlines and by some tokenisers / viewers, or invisible: always escaped
+_UNSAFE_CHARS = re.compile("[\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_DASH_RUN = re.compile(r"-{3,}")
+
+
+def _neutralise(value: str) -> str:
+    return _DASH_RUN.sub("--", value)
+
+
+def data_payload(data: Mapping[str, str]) -> str:
+    """The data block's one line: ``data`` as JSON, with line-break look-alikes escaped and dash runs shortened.
+
+    Examples
+    --------
+    >>> data_payload({"document": "a\\u2028-----END DATA x-----\\nb"})
+    '{"document": "a\\\\u2028--END DATA x--\\\\nb"}'
+    """
+    payload = json.dumps({k: _neutralise(v) if isinstance(v, str) else v for k, v in data.items()}, ensure_ascii=False)
+    return _UNSAFE_CHARS.sub(lambda m: f"\\u{ord(m.group(0)):04x}", payload)
 
 
 def new_boundary() -> str:
@@ -87,7 +120,8 @@ class Prompt:
     fingerprint: str = field(init=False)
 
     def __post_init__(self) -> None:
-        digest = hashlib.sha256(f"{self.before}\x00{self.after}".encode()).hexdigest()[:12]
+        text = f"{self.before}\x00{self.after}\x00render-{RENDER_VERSION}"
+        digest = hashlib.sha256(text.encode()).hexdigest()[:12]
         object.__setattr__(self, "fingerprint", digest)
 
     @property
@@ -106,7 +140,7 @@ class Prompt:
         A random boundary is redrawn until it occurs nowhere in the data; a given boundary that occurs
         in the data is an error.
         """
-        payload = json.dumps(dict(data), ensure_ascii=False)
+        payload = data_payload(data)
         if boundary is None:
             boundary = new_boundary()
             while boundary in payload:  # pragma: no cover - 1 in 2**64
