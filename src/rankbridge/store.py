@@ -6,9 +6,24 @@ as one file, with no server to run, and survive crashes. SQLite gives atomic, du
 once in WAL mode, and is readable by every language and by the ``sqlite3`` shell for ad-hoc queries.
 
 What is kept per saved evaluation (a *record*): the run name, its config (JSON), free-form tags, the
-qrels name, :data:`METRIC_DEFINITIONS_VERSION`, the rankbridge version, a UTC timestamp, the missing
-policy, the query counts and the missing/failed/unjudged/no-relevant query lists, the failure messages
-and latency summary of the run, and for every metric its mean and its per-query values.
+qrels name and the qrels' fingerprint (:func:`~rankbridge.fingerprint.qrels_fingerprint`, when ``save``
+was given the qrels), a fingerprint of the evaluated query set, :data:`METRIC_DEFINITIONS_VERSION`, the
+rankbridge version, a UTC timestamp, the missing policy, the query counts and the
+missing/failed/unjudged/no-relevant query lists, the failure messages and latency summary of the run,
+and for every metric its mean and its per-query values.
+
+A trend (:meth:`RunStore.trend`) never joins means that are not comparable: it splits the records into
+series of one qrels fingerprint and one metric definitions version, leaves out records of unknown qrels
+when records of known qrels exist, says how many queries differ along a series (or splits there, with
+``queries="same"``), and gives the reasons in :attr:`Trend.notes`.
+
+Files written before fingerprints were kept are migrated in place when opened: the columns are added in
+one transaction (the schema version stays 1, so older rankbridge versions still read and write the file),
+the query-set fingerprints are computed from the stored query ids, and the qrels fingerprints stay NULL
+("unknown qrels") until :meth:`RunStore.attach_qrels` sets them.
+
+Another process writing to the file makes a writer wait up to ``timeout`` seconds (default
+:data:`DEFAULT_TIMEOUT`), then raises :class:`StoreLockedError`, which names the file.
 
 Per-query values are stored as one blob per (record, metric): the little-endian float64 bytes of the
 array, aligned with the record's query ids (kept once per record). A normalized row per
@@ -33,19 +48,38 @@ Examples
 {'mrr': 0.75}
 {'mrr': {'q1': 1.0, 'q2': 0.5}}
 [(1, 0.75), (2, 0.75)]
+
+With the qrels given to ``save``, a trend joins only records scored on the same judgments:
+
+>>> import warnings
+>>> qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
+>>> with RunStore(":memory:") as store, warnings.catch_warnings(record=True) as caught:
+...     warnings.simplefilter("always")
+...     _ = store.save(ev, name="bm25", qrels=qrels)
+...     _ = store.save(ev, name="bm25", qrels={**qrels, "q2": {"d2": 1, "d4": 1}})  # new judgments
+...     trend = store.trend("mrr")
+>>> [p.record_id for p in trend], len(trend.series), caught[0].category.__name__
+([2], 2, 'TrendSplitWarning')
+>>> print(trend.notes[0].split(" (")[0])
+split into 2 series: the records were scored on 2 different qrels
 """
 
 from __future__ import annotations
 
 import argparse
 import builtins
+import functools
+import itertools
 import json
 import math
 import os
+import shutil
 import sqlite3
+import sys
 import threading
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -54,29 +88,46 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from rankbridge.errors import InputError, RankbridgeError
+from rankbridge.errors import InputError, MetricError, RankbridgeError
+from rankbridge.fingerprint import qrels_fingerprint, query_set_fingerprint, short_fingerprint
 from rankbridge.metrics.measures import METRIC_DEFINITIONS_VERSION as _METRIC_DEFINITIONS_VERSION
 
 if TYPE_CHECKING:
     from rankbridge.evaluate import Evaluation
-    from rankbridge.types import Run
+    from rankbridge.types import GoldenSet, Qrels, Run
 
 __all__ = [
     "DEFAULT_STORE_PATH",
+    "DEFAULT_TIMEOUT",
     "METRIC_DEFINITIONS_VERSION",
     "SCHEMA_VERSION",
+    "HistorySeries",
     "MixedDefinitionsWarning",
     "RunRecord",
     "RunStore",
+    "StoreError",
+    "StoreLockedError",
+    "Trend",
     "TrendPoint",
+    "TrendSplitWarning",
     "add_cli",
+    "qrels_fingerprint",
 ]
 
 #: Re-exported from :mod:`rankbridge.metrics.measures`, where the definitions live; read at save time.
 METRIC_DEFINITIONS_VERSION = _METRIC_DEFINITIONS_VERSION
 
-#: Version of the file layout written by this module; a file with a higher version is refused.
+#: Version of the file layout written by this module; a file with a higher version is refused. Additive
+#: changes (new nullable columns, listed in ``_ADDED_COLUMNS``) keep the version, so that an older
+#: rankbridge still reads and writes the file (its records get NULL there), and are applied in place
+#: when a file without them is opened.
 SCHEMA_VERSION = 1
+
+#: Seconds a writer waits for another process's write lock before :class:`StoreLockedError`.
+DEFAULT_TIMEOUT = 5.0
+
+#: Exit code of ``rankbridge history`` when the file is locked by another process (EX_TEMPFAIL: try again).
+EXIT_LOCKED = 75
 
 #: Where the history lives when no path is given (the CLI's ``--store`` default).
 DEFAULT_STORE_PATH = "rankbridge-history.sqlite"
@@ -112,7 +163,9 @@ CREATE TABLE records (
     failed TEXT NOT NULL,
     unjudged TEXT NOT NULL,
     no_relevant TEXT NOT NULL,
-    errors TEXT NOT NULL                   -- JSON object: query id -> failure message
+    errors TEXT NOT NULL,                  -- JSON object: query id -> failure message
+    qrels_fingerprint TEXT,                -- added later (_ADDED_COLUMNS): qrels_fingerprint(qrels); NULL: unknown
+    query_set_fingerprint TEXT             -- added later: query_set_fingerprint(query_ids); NULL: compute it
 );
 CREATE INDEX records_by_time ON records (created_at, id);
 CREATE INDEX records_by_name_time ON records (name, created_at, id);
@@ -128,16 +181,51 @@ CREATE TABLE metric_values (
 CREATE INDEX metric_values_by_metric ON metric_values (metric, record_id);
 """
 
+# Columns added to ``records`` after schema version 1 was first written, in order (see _migrate).
+_ADDED_COLUMNS = (("qrels_fingerprint", "TEXT"), ("query_set_fingerprint", "TEXT"))
+
 # Columns list() and latest() read: everything but the (possibly large) query lists.
 _RECORD_COLUMNS = (
     "id, name, created_at, config, tags, qrels_name, metric_definitions_version, rankbridge_version, "
     "missing_policy, num_queries, num_missing, num_failed, num_unjudged, num_no_relevant, duplicates, "
-    "latency_mean, latency_p95"
+    "latency_mean, latency_p95, qrels_fingerprint, query_set_fingerprint"
 )
 
 
-class MixedDefinitionsWarning(UserWarning):
-    """A trend joins records saved under different :data:`METRIC_DEFINITIONS_VERSION` values."""
+class StoreError(RankbridgeError):
+    """A run history file that cannot be used now (locked by another process, read-only, full, damaged).
+
+    Bad input (a file that is not a history, a record that does not exist) is an
+    :class:`~rankbridge.errors.InputError` instead. ``path`` is the file.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the history's write lock and did not release it within ``timeout`` seconds.
+
+    ``rankbridge history`` exits with code 75 (:data:`EXIT_LOCKED`, "try again") on it.
+    """
+
+    def __init__(self, path: str, *, timeout: float, doing: str) -> None:
+        super().__init__(
+            f"{path}: the run history is locked: another process is writing to it, and it did not finish "
+            f"within {timeout:g} s (while trying to {doing}). Try again when it is done, or wait longer "
+            "(RunStore(..., timeout=SECONDS), rankbridge history --lock-timeout SECONDS)",
+            path=path,
+        )
+        self.timeout = timeout
+
+
+class TrendSplitWarning(UserWarning):
+    """A trend left records out or split them into several series (the reasons are in the message)."""
+
+
+class MixedDefinitionsWarning(TrendSplitWarning):
+    """A trend met records saved under different :data:`METRIC_DEFINITIONS_VERSION` values (and split them)."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +264,11 @@ class RunRecord:
         Canonical metric names, in the order asked for.
     mean:
         Metric name -> mean (NaN when no query was evaluated).
+    qrels_fingerprint:
+        :func:`~rankbridge.fingerprint.qrels_fingerprint` of the judgments, None when unknown (saved
+        without ``qrels=``, or by an older rankbridge).
+    query_set_fingerprint:
+        :func:`~rankbridge.fingerprint.query_set_fingerprint` of the evaluated query ids.
     """
 
     id: int
@@ -197,6 +290,8 @@ class RunRecord:
     latency_p95: float | None
     metrics: tuple[str, ...] = ()
     mean: Mapping[str, float] = field(default_factory=dict)
+    qrels_fingerprint: str | None = None
+    query_set_fingerprint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (timestamp as ISO 8601 text, NaN as None)."""
@@ -215,6 +310,157 @@ class TrendPoint(NamedTuple):
     timestamp: datetime
     record_id: int
     mean: float
+
+
+@dataclass(frozen=True)
+class HistorySeries:
+    """Records whose means may be joined in one line: one qrels fingerprint, one metric definitions version.
+
+    The tuples ``names``, ``num_queries``, ``queries_added`` and ``queries_removed`` are aligned with
+    ``points``; ``queries_added[i]`` / ``queries_removed[i]`` count the query ids of point ``i`` that the
+    previous point lacks / has that point ``i`` lacks (0 for the first point).
+
+    Attributes
+    ----------
+    metric:
+        The canonical metric name.
+    qrels_fingerprint:
+        The judgments' fingerprint, None for records of unknown qrels.
+    qrels_names:
+        The qrels names the records were saved with (a name alone never decides a join).
+    metric_definitions_version:
+        :data:`METRIC_DEFINITIONS_VERSION` the records were saved under.
+    points:
+        ``(timestamp, record_id, mean)``, oldest first.
+    """
+
+    metric: str
+    qrels_fingerprint: str | None
+    qrels_names: tuple[str, ...]
+    metric_definitions_version: str
+    points: tuple[TrendPoint, ...]
+    names: tuple[str, ...]
+    num_queries: tuple[int, ...]
+    queries_added: tuple[int, ...]
+    queries_removed: tuple[int, ...]
+
+    @property
+    def label(self) -> str:
+        """``"qrels 3f2a9c, definitions v1"`` (``"qrels unknown, ..."`` for unknown qrels)."""
+        qrels = "unknown" if self.qrels_fingerprint is None else short_fingerprint(self.qrels_fingerprint)
+        names = f" ({', '.join(self.qrels_names)})" if self.qrels_names else ""
+        return f"qrels {qrels}{names}, definitions v{self.metric_definitions_version}"
+
+    @property
+    def query_set_changes(self) -> int:
+        """How many points have a query set different from the previous point's."""
+        return sum(1 for a, r in zip(self.queries_added, self.queries_removed, strict=True) if a or r)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (NaN as None)."""
+        return {
+            "metric": self.metric,
+            "qrels_fingerprint": self.qrels_fingerprint,
+            "qrels_names": builtins.list(self.qrels_names),
+            "metric_definitions_version": self.metric_definitions_version,
+            "points": [
+                {
+                    "timestamp": p.timestamp.isoformat(),
+                    "record_id": p.record_id,
+                    "name": name,
+                    "mean": _finite_or_none(p.mean),
+                    "num_queries": n,
+                    "queries_added": added,
+                    "queries_removed": removed,
+                }
+                for p, name, n, added, removed in zip(
+                    self.points, self.names, self.num_queries, self.queries_added, self.queries_removed, strict=True
+                )
+            ],
+        }
+
+
+class Trend(builtins.list[TrendPoint]):
+    """What :meth:`RunStore.trend` returns: the points of one comparable series, and why others are not in it.
+
+    As a list it holds the *current* series' points (the series of the newest record of known qrels;
+    of the newest record when no qrels are known), oldest first, so code that reads a trend as a list of
+    ``(timestamp, record_id, mean)`` keeps working and never joins incomparable means.
+
+    Attributes
+    ----------
+    metric:
+        The canonical metric name.
+    name:
+        The run name the trend was restricted to, or None.
+    series:
+        Every comparable series found, ordered by their newest point (the current one is ``series[current]``).
+    current:
+        Index of the listed series in ``series`` (None when no record has the metric).
+    left_out:
+        Ids of records of unknown qrels left out because records of known qrels exist.
+    notes:
+        One sentence per reason the trend was split, left records out, or may still mislead (unknown qrels,
+        a changing query set). Empty when every record was joined and nothing is in doubt.
+    """
+
+    __slots__ = ("current", "left_out", "metric", "name", "notes", "series")
+
+    def __init__(
+        self,
+        points: Iterable[TrendPoint] = (),
+        *,
+        metric: str,
+        name: str | None = None,
+        series: Sequence[HistorySeries] = (),
+        current: int | None = None,
+        left_out: Sequence[int] = (),
+        notes: Sequence[str] = (),
+    ) -> None:
+        super().__init__(points)
+        self.metric = metric
+        self.name = name
+        self.series = tuple(series)
+        self.current = current
+        self.left_out = tuple(left_out)
+        self.notes = tuple(notes)
+
+    @property
+    def complete(self) -> bool:
+        """True when the list holds every record that has the metric (no split, nothing left out)."""
+        return len(self.series) <= 1 and not self.left_out
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: metric, name, current, series, left_out, notes."""
+        return {
+            "metric": self.metric,
+            "name": self.name,
+            "current": self.current,
+            "series": [s.to_dict() for s in self.series],
+            "left_out": builtins.list(self.left_out),
+            "notes": builtins.list(self.notes),
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"Trend({self.metric!r}, points={len(self)}, series={len(self.series)}, "
+            f"left_out={len(self.left_out)}, notes={len(self.notes)})"
+        )
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (and their extended codes)
+    text = str(exc)
+    return "database is locked" in text or "database table is locked" in text or "busy" in text
+
+
+def _is_readonly(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF == 8  # SQLITE_READONLY
+    return "readonly" in str(exc)
 
 
 def _finite_or_none(value: float | None) -> float | None:
@@ -252,9 +498,10 @@ class RunStore:
 
     Each :meth:`save` is one transaction: a crash or a kill mid-save leaves the file as it was. The file
     runs in WAL mode, so readers (other processes, threads, ``RunStore`` objects) never block a writer or
-    each other; two writers take turns, waiting up to ``timeout`` seconds for the lock. One ``RunStore``
-    may be shared between threads (its calls are serialised). Close it with :meth:`close` or use it as a
-    context manager.
+    each other; two writers take turns, waiting up to ``timeout`` seconds for the lock, then
+    :class:`StoreLockedError`. One ``RunStore`` may be shared between threads (its calls are serialised).
+    Close it with :meth:`close` or use it as a context manager. A file written by an older schema is
+    migrated in place on opening (see the module docstring).
 
     Parameters
     ----------
@@ -264,13 +511,19 @@ class RunStore:
         Create the file when it does not exist (default). With ``False`` a missing file is an
         :class:`~rankbridge.errors.InputError`, for commands that only read.
     timeout:
-        Seconds to wait for another process's write lock before giving up.
+        Seconds to wait for another process's write lock before giving up (default
+        :data:`DEFAULT_TIMEOUT`); a save takes milliseconds, so only a stuck or very long writer waits it out.
 
     Raises
     ------
     InputError
         When ``path`` is not a SQLite file, is another application's database, or was written by a newer
         rankbridge (a newer schema version).
+    StoreLockedError
+        When another process holds the lock longer than ``timeout`` (on opening only when the file must be
+        created or migrated; afterwards on any write).
+    StoreError
+        When SQLite cannot write the file (read-only, disk full).
 
     Examples
     --------
@@ -294,9 +547,12 @@ class RunStore:
         path: str | os.PathLike[str] = DEFAULT_STORE_PATH,
         *,
         create: bool = True,
-        timeout: float = 30.0,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.path = os.fspath(path)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+            raise InputError(f"timeout must be a number of seconds >= 0. Got {timeout!r} instead.")
+        self.timeout = float(timeout)
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         memory = self.path == ":memory:"
@@ -311,7 +567,7 @@ class RunStore:
         try:
             # isolation_level=None: no implicit transactions; every write opens its own BEGIN IMMEDIATE.
             # check_same_thread=False: calls are serialised by self._lock instead.
-            conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise InputError(f"{self.path}: cannot open the run history: {exc}") from None
         try:
@@ -336,14 +592,25 @@ class RunStore:
                 ready = self._check_schema(conn, may_create=False)
             finally:
                 conn.execute("COMMIT")
-            if not ready:  # a new file: create the tables under the write lock (one creator wins)
+            if not ready:  # a new or old file: create or migrate under the write lock (one process wins)
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     self._check_schema(conn, may_create=True)
                     conn.execute("COMMIT")
                 except BaseException:
-                    conn.execute("ROLLBACK")
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
                     raise
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise StoreLockedError(self.path, timeout=self.timeout, doing="open it") from None
+            if _is_readonly(exc):
+                raise StoreError(
+                    f"{self.path}: this run history was written by an older rankbridge and needs its one-time "
+                    f"upgrade in place (new columns for qrels fingerprints), but the file is read-only: {exc}",
+                    path=self.path,
+                ) from None
+            raise InputError(f"{self.path}: cannot read the run history: {exc}") from None
         except sqlite3.DatabaseError as exc:
             code = getattr(exc, "sqlite_errorname", "")
             if code in ("SQLITE_NOTADB", "SQLITE_CORRUPT") or "not a database" in str(exc):
@@ -353,7 +620,8 @@ class RunStore:
             raise InputError(f"{self.path}: cannot read the run history: {exc}") from None
 
     def _check_schema(self, conn: sqlite3.Connection, *, may_create: bool) -> bool:
-        """True when the file holds a schema this module reads; creates it in an empty file if allowed."""
+        """True when the file holds the current schema; creates it in an empty file, or migrates an older one,
+        when allowed (``may_create``: the caller holds the write lock)."""
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         tables.discard("sqlite_sequence")
         if _SCHEMA_TABLE not in tables:
@@ -383,8 +651,46 @@ class RunStore:
                 f"this rankbridge reads schema versions up to {SCHEMA_VERSION}. "
                 "Upgrade rankbridge: pip install -U rankbridge"
             )
-        # Older versions would be migrated here (under BEGIN IMMEDIATE); version 1 is the first.
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(records)")}
+        missing = [(c, kind) for c, kind in _ADDED_COLUMNS if c not in columns]
+        if missing:
+            if not may_create:
+                return False  # migrate under the write lock (the caller takes it and calls again)
+            self._migrate(conn, missing)
         return True
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection, missing: Sequence[tuple[str, str]]) -> None:
+        """Add the columns a file written by an older rankbridge lacks, inside the caller's transaction.
+
+        Old records keep ``qrels_fingerprint`` NULL ("unknown qrels": the qrels' content was never stored);
+        their ``query_set_fingerprint`` is computed from the stored query ids.
+        """
+        for column, kind in missing:
+            conn.execute(f"ALTER TABLE records ADD COLUMN {column} {kind}")
+        ids = [row[0] for row in conn.execute("SELECT id FROM records WHERE query_set_fingerprint IS NULL")]
+        for rid in ids:  # one record at a time: query id lists may be long
+            (query_ids,) = conn.execute("SELECT query_ids FROM records WHERE id = ?", (rid,)).fetchone()
+            conn.execute(
+                "UPDATE records SET query_set_fingerprint = ? WHERE id = ?",
+                (query_set_fingerprint(json.loads(query_ids)), rid),
+            )
+
+    @contextmanager
+    def _sqlite(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """The open connection, under the lock; SQLite errors become the library's, naming the file."""
+        with self._lock:
+            db = self._db
+            try:
+                yield db
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc):
+                    raise StoreLockedError(self.path, timeout=self.timeout, doing=doing) from None
+                raise StoreError(f"{self.path}: cannot {doing}: {exc}", path=self.path) from None
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(
+                    f"{self.path}: cannot {doing} (a damaged run history?): {exc}", path=self.path
+                ) from None
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -423,6 +729,7 @@ class RunStore:
         name: str | None = None,
         config: Mapping[str, Any] | None = None,
         tags: Iterable[str] | None = None,
+        qrels: Qrels | GoldenSet | Mapping[Any, Any] | None = None,
         qrels_name: str | None = None,
         timestamp: datetime | None = None,
     ) -> int:
@@ -440,8 +747,13 @@ class RunStore:
             Settings to keep with the record (JSON-serialisable); merged over ``run.config``.
         tags:
             Free-form labels (e.g. a git commit, ``"nightly"``).
+        qrels:
+            The judgments the evaluation was scored on (a :class:`~rankbridge.Qrels`, a
+            :class:`~rankbridge.GoldenSet` or a dict). Their fingerprint is kept, so that a trend joins
+            only records scored on the same judgments; without it the record's qrels are unknown and a
+            trend leaves it out beside records of known qrels. Every evaluated query must be judged in them.
         qrels_name:
-            Which judgments the run was evaluated against.
+            Which judgments the run was evaluated against (display only; default ``qrels.name``).
         timestamp:
             When the evaluation happened (timezone-aware); default now. Give it to import older runs.
 
@@ -453,8 +765,20 @@ class RunStore:
         Raises
         ------
         InputError
-            When the config is not JSON-serialisable, a timestamp is naive, or the evaluation's arrays
-            do not match its query ids.
+            When the config is not JSON-serialisable, a timestamp is naive, the evaluation's arrays
+            do not match its query ids, or it evaluated queries that ``qrels`` does not have.
+        StoreLockedError
+            When another process held the write lock for longer than ``timeout``.
+
+        Examples
+        --------
+        >>> import rankbridge as rb
+        >>> qrels = rb.Qrels({"q1": {"d1": 1}}, name="golden-v1")
+        >>> ev = rb.evaluate(qrels, {"q1": ["d1"]}, ["mrr"])
+        >>> with RunStore(":memory:") as store:
+        ...     record = store.get(store.save(ev, name="bm25", qrels=qrels))
+        >>> record.qrels_name, record.qrels_fingerprint == rb.store.qrels_fingerprint(qrels)
+        ('golden-v1', True)
         """
         # Everything is validated and encoded before the transaction opens, so it stays short.
         record_name = name if name is not None else (run.name if run is not None else evaluation.run_name)
@@ -469,6 +793,25 @@ class RunStore:
         latencies = np.fromiter(run.latency.values(), dtype=np.float64) if run is not None else np.empty(0)
         latency_mean = float(latencies.mean()) if len(latencies) else None
         latency_p95 = float(np.percentile(latencies, 95)) if len(latencies) else None
+
+        fingerprint = getattr(evaluation, "qrels_fingerprint", None)  # if evaluations ever carry one
+        if qrels is not None:
+            from rankbridge.types import GoldenSet, Qrels
+
+            judged = qrels.qrels if isinstance(qrels, GoldenSet) else qrels
+            if not isinstance(judged, Qrels):
+                judged = Qrels(judged)
+            unknown = [q for q in evaluation.query_ids if q not in judged]
+            if unknown:
+                raise InputError(
+                    f"qrels must be the judgments the evaluation was scored on; {len(unknown)} evaluated "
+                    f"queries are not in them (e.g. {', '.join(map(repr, unknown[:3]))})"
+                )
+            fingerprint = qrels_fingerprint(judged)
+            if qrels_name is None and judged.name != "qrels":  # "qrels" is Qrels' default name
+                qrels_name = judged.name
+        if fingerprint is not None and not isinstance(fingerprint, str):
+            raise InputError(f"qrels fingerprint must be a str. Got {fingerprint!r} instead.")
 
         n = len(evaluation.query_ids)
         metric_rows = []
@@ -506,16 +849,18 @@ class RunStore:
             _json(builtins.list(evaluation.unjudged), "unjudged"),
             _json(builtins.list(evaluation.no_relevant), "no_relevant"),
             _json(errors, "run.errors"),
+            fingerprint,
+            query_set_fingerprint(evaluation.query_ids),
         )
-        with self._lock:
-            db = self._db
+        with self._sqlite("save a record") as db:
             db.execute("BEGIN IMMEDIATE")  # take the write lock now, not on the first INSERT
             try:
                 cursor = db.execute(
                     "INSERT INTO records (name, created_at, config, tags, qrels_name, metric_definitions_version, "
                     "rankbridge_version, missing_policy, num_queries, num_missing, num_failed, num_unjudged, "
                     "num_no_relevant, duplicates, latency_mean, latency_p95, query_ids, missing, failed, unjudged, "
-                    "no_relevant, errors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "no_relevant, errors, qrels_fingerprint, query_set_fingerprint) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     record,
                 )
                 record_id = cursor.lastrowid
@@ -540,9 +885,10 @@ class RunStore:
         ------
         InputError
             When there is no record ``record_id``.
+        StoreLockedError
+            When another process held the write lock for longer than ``timeout``.
         """
-        with self._lock:
-            db = self._db
+        with self._sqlite(f"delete record {record_id}") as db:
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.execute("DELETE FROM metric_values WHERE record_id = ?", (record_id,))
@@ -555,10 +901,83 @@ class RunStore:
                     db.execute("ROLLBACK")
                 raise
 
+    def attach_qrels(self, record_ids: int | Iterable[int], qrels: Qrels | GoldenSet | Mapping[Any, Any]) -> int:
+        """Record which judgments saved records were scored on (for records of unknown qrels).
+
+        The way to bring records saved without ``qrels=`` (or by an older rankbridge) into trends. One
+        transaction for all ids. A record that already has these qrels is left as it is.
+
+        Parameters
+        ----------
+        record_ids:
+            One record id or several.
+        qrels:
+            The judgments they were scored on; every query a record evaluated must be judged in them.
+
+        Returns
+        -------
+        int
+            How many records were changed.
+
+        Raises
+        ------
+        InputError
+            When a record does not exist, already has other qrels, or evaluated queries the qrels lack.
+
+        Examples
+        --------
+        >>> import rankbridge as rb
+        >>> qrels = {"q1": {"d1": 1}}
+        >>> with RunStore(":memory:") as store:
+        ...     rid = store.save(rb.evaluate(qrels, {"q1": ["d1"]}, ["mrr"]), name="old")
+        ...     store.attach_qrels(rid, qrels), store.get(rid).qrels_fingerprint == qrels_fingerprint(qrels)
+        (1, True)
+        """
+        from rankbridge.types import GoldenSet, Qrels
+
+        ids = [record_ids] if isinstance(record_ids, int) else builtins.list(record_ids)
+        judged = qrels.qrels if isinstance(qrels, GoldenSet) else qrels
+        if not isinstance(judged, Qrels):
+            judged = Qrels(judged)
+        fingerprint = qrels_fingerprint(judged)
+        name = judged.name if judged.name != "qrels" else None
+        changed = 0
+        with self._sqlite("attach qrels") as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for rid in ids:
+                    row = db.execute("SELECT qrels_fingerprint, query_ids FROM records WHERE id = ?", (rid,)).fetchone()
+                    if row is None:
+                        raise InputError(f"{self.path}: no record with id {rid}")
+                    if row[0] == fingerprint:
+                        continue
+                    if row[0] is not None:
+                        raise InputError(
+                            f"{self.path}: record {rid} was saved with other qrels (fingerprint "
+                            f"{short_fingerprint(row[0])}, these are {short_fingerprint(fingerprint)}); not changed"
+                        )
+                    unknown = [q for q in json.loads(row[1]) if q not in judged]
+                    if unknown:
+                        raise InputError(
+                            f"{self.path}: record {rid} evaluated {len(unknown)} queries these qrels do not judge "
+                            f"(e.g. {', '.join(map(repr, unknown[:3]))}): not the qrels it was scored on"
+                        )
+                    db.execute(
+                        "UPDATE records SET qrels_fingerprint = ?, qrels_name = COALESCE(qrels_name, ?) WHERE id = ?",
+                        (fingerprint, name, rid),
+                    )
+                    changed += 1
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+        return changed
+
     # -- reading ---------------------------------------------------------------------------------
     def _read(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[tuple[Any, ...]]:
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
+        with self._sqlite("read the run history") as db:
+            return db.execute(sql, params).fetchall()
 
     def _records(self, where: str, params: Sequence[Any], limit: int | None) -> builtins.list[RunRecord]:
         sql = f"SELECT {_RECORD_COLUMNS} FROM records {where} ORDER BY created_at DESC, id DESC"
@@ -566,8 +985,7 @@ class RunStore:
             if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
                 raise InputError(f"limit must be an int >= 0. Got {limit!r} instead.")
             sql += f" LIMIT {limit}"
-        with self._lock:
-            db = self._db
+        with self._sqlite("read the run history") as db:
             db.execute("BEGIN")  # one snapshot for both queries
             try:
                 rows = db.execute(sql, params).fetchall()
@@ -607,6 +1025,8 @@ class RunStore:
             latency_p95=row[16],
             metrics=tuple(m for m, _ in means),
             mean=dict(means),
+            qrels_fingerprint=row[17],
+            query_set_fingerprint=row[18],
         )
 
     def list(self, name: str | None = None, limit: int | None = None) -> builtins.list[RunRecord]:
@@ -655,8 +1075,7 @@ class RunStore:
         from rankbridge.evaluate import Evaluation
         from rankbridge.metrics.measures import parse_measure
 
-        with self._lock:
-            db = self._db
+        with self._sqlite(f"read record {record_id}") as db:
             db.execute("BEGIN")  # one snapshot: the record and its values
             try:
                 row = db.execute(
@@ -700,49 +1119,269 @@ class RunStore:
         result: dict[str, str] = json.loads(rows[0][0])
         return result
 
-    def trend(self, metric: str, name: str | None = None) -> builtins.list[TrendPoint]:
-        """The mean of ``metric`` in every record that has it, oldest first.
+    def trend(self, metric: str, name: str | None = None, *, queries: str = "join") -> Trend:
+        """The mean of ``metric`` across saved records, oldest first, joining only comparable records.
+
+        Records are comparable when they were scored on the same qrels (the same
+        :func:`~rankbridge.fingerprint.qrels_fingerprint`) under the same metric definitions
+        (:data:`METRIC_DEFINITIONS_VERSION`, and the same canonical metric: ``precision@5`` and
+        ``precision@5(rel=2)`` are different metrics). The records of each such group form a
+        :class:`HistorySeries`; the returned :class:`Trend` lists the points of the series of the newest
+        record and keeps the others in ``series``. Records of unknown qrels (saved without ``qrels=``, or
+        by an older rankbridge) never join records of known qrels: when both exist they are left out
+        (``left_out``); when no record has known qrels they form their own series, with a note. A changing
+        query set is said in ``notes`` and in each series' ``queries_added`` / ``queries_removed``, or,
+        with ``queries="same"``, splits the series.
 
         Parameters
         ----------
         metric:
-            A metric name in any accepted spelling (``"nDCG@10"``, ``"ndcg_cut_10"``).
+            A metric name in any accepted spelling (``"nDCG@10"``, ``"ndcg_cut_10"``), or a joined column
+            (``"ragas.faithfulness"``).
         name:
             Only records with this name.
+        queries:
+            ``"join"`` (default): records on different query sets of the same qrels join, and the notes say
+            how many queries differ; ``"same"``: a series also needs the same query set.
 
         Returns
         -------
-        list of TrendPoint
-            ``(timestamp, record_id, mean)`` tuples ordered by time (then id).
+        Trend
+            A list of ``(timestamp, record_id, mean)`` points of one comparable series, ordered by time
+            (then id), with ``series``, ``left_out`` and ``notes``.
 
         Warns
         -----
+        TrendSplitWarning
+            When records were left out or split into several series (the message gives the reasons).
         MixedDefinitionsWarning
-            When the points were saved under different metric definitions versions.
-        """
-        from rankbridge.metrics.measures import parse_measure
+            The same, when (among other reasons) the records were saved under different metric
+            definitions versions.
 
-        canonical = str(parse_measure(metric))
-        sql = (
-            "SELECT r.created_at, r.id, m.mean, r.metric_definitions_version FROM metric_values m "
-            "JOIN records r ON r.id = m.record_id WHERE m.metric = ?"
+        Examples
+        --------
+        >>> import warnings
+        >>> import rankbridge as rb
+        >>> qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
+        >>> with RunStore(":memory:") as store, warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", TrendSplitWarning)  # the same reasons are in trend.notes
+        ...     _ = store.save(rb.evaluate(qrels, {"q1": ["d1"]}, ["mrr"]), name="a")  # unknown qrels
+        ...     _ = store.save(rb.evaluate(qrels, {"q1": ["d1"]}, ["mrr"]), name="a", qrels=qrels)
+        ...     _ = store.save(rb.evaluate(qrels, {"q2": ["d2"]}, ["mrr"]), name="a", qrels=qrels)
+        ...     trend = store.trend("MRR")
+        >>> [(p.record_id, p.mean) for p in trend], trend.left_out
+        ([(2, 0.5), (3, 0.5)], (1,))
+        >>> print(trend.notes[0].split(" (")[0])
+        1 record of unknown qrels left out
+        """
+        if queries not in ("join", "same"):
+            raise InputError(f"queries must be 'join' or 'same'. Got {queries!r} instead.")
+        canonical = _canonical_metric(metric)
+        with self._sqlite("read the run history") as db:
+            db.execute("BEGIN")  # one snapshot: the rows and the query ids they are compared on
+            try:
+                stored = [m for (m,) in db.execute("SELECT DISTINCT metric FROM metric_values")]
+                matching = [m for m in stored if _stored_metric_key(m) == canonical]
+                rows: builtins.list[_TrendRow] = []
+                if matching:
+                    sql = (
+                        "SELECT r.created_at, r.id, r.name, m.mean, r.metric_definitions_version, "
+                        "r.qrels_fingerprint, r.qrels_name, r.query_set_fingerprint, r.num_queries "
+                        "FROM metric_values m JOIN records r ON r.id = m.record_id "
+                        f"WHERE m.metric IN ({', '.join('?' * len(matching))})"
+                    )
+                    params: builtins.list[Any] = builtins.list(matching)
+                    if name is not None:
+                        sql += " AND r.name = ?"
+                        params.append(name)
+                    seen: set[int] = set()
+                    for row in db.execute(sql + " ORDER BY r.created_at, r.id", params):
+                        if row[1] not in seen:  # two stored spellings of one metric: the first counts
+                            seen.add(row[1])
+                            rows.append(_TrendRow(*row))
+                result = _build_trend(canonical, name, rows, queries, lambda rid: _query_ids(db, rid))
+            finally:
+                db.execute("COMMIT")
+        warning = _trend_warning(result, len(rows))
+        if warning is not None:
+            warnings.warn(warning, stacklevel=2)
+        return result
+
+
+class _TrendRow(NamedTuple):
+    created_at: str
+    id: int
+    name: str
+    mean: float | None
+    definitions: str
+    qrels_fingerprint: str | None
+    qrels_name: str | None
+    query_set_fingerprint: str | None
+    num_queries: int
+
+
+def _query_ids(db: sqlite3.Connection, record_id: int) -> frozenset[str]:
+    (text,) = db.execute("SELECT query_ids FROM records WHERE id = ?", (record_id,)).fetchone()
+    return frozenset(json.loads(text))
+
+
+def _canonical_metric(metric: str) -> str:
+    """The canonical name of a metric asked for; a joined column (``ragas.faithfulness``) as given."""
+    from rankbridge.metrics.measures import parse_measure
+
+    if not isinstance(metric, str):
+        raise InputError(f"metric must be a str such as 'ndcg@10'. Got {metric!r} instead.")
+    try:
+        return str(parse_measure(metric))
+    except MetricError:
+        if "." in metric.split("@")[0]:
+            return metric
+        raise
+
+
+@functools.lru_cache(maxsize=1024)
+def _stored_metric_key(stored: str) -> str | None:
+    """The canonical name of a stored metric under today's parser (a spelling may have changed since)."""
+    from rankbridge.metrics.measures import parse_measure
+
+    try:
+        return str(parse_measure(stored))
+    except MetricError:
+        return stored if "." in stored.split("@")[0] else None
+
+
+def _ids_text(ids: Sequence[int], limit: int = 5) -> str:
+    shown = ", ".join(str(i) for i in ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _build_trend(
+    metric: str,
+    name: str | None,
+    rows: Sequence[_TrendRow],
+    queries: str,
+    query_ids: Callable[[int], frozenset[str]],
+) -> Trend:
+    """Group trend rows into comparable series and say why (see :meth:`RunStore.trend`)."""
+    known = [r for r in rows if r.qrels_fingerprint is not None]
+    unknown = [r for r in rows if r.qrels_fingerprint is None]
+    left_out = [r.id for r in unknown] if known else []
+    pool = known if known else builtins.list(rows)
+    notes: builtins.list[str] = []
+    if left_out:
+        notes.append(
+            f"{_plural(len(left_out), 'record')} of unknown qrels left out (id {_ids_text(left_out)}): saved "
+            "without qrels= or by an older rankbridge, they cannot be joined with records of known qrels; "
+            "to include them, attach the qrels they were scored on and re-run "
+            "(RunStore.attach_qrels(ids, qrels), or rankbridge history attach-qrels QRELS ID...)"
         )
-        params: builtins.list[Any] = [canonical]
-        if name is not None:
-            sql += " AND r.name = ?"
-            params.append(name)
-        rows = self._read(sql + " ORDER BY r.created_at, r.id", params)
-        versions = sorted({row[3] for row in rows})
-        if len(versions) > 1:
-            warnings.warn(
-                f"the trend of {canonical} joins records saved under metric definitions versions "
-                f"{', '.join(versions)}; their means may not be comparable",
-                MixedDefinitionsWarning,
-                stacklevel=2,
+    elif len(unknown) > 1:
+        notes.append(
+            f"qrels unknown for all {len(unknown)} records: the trend cannot check that they were scored on "
+            "the same judgments (save with qrels=, or attach them: rankbridge history attach-qrels QRELS ID...)"
+        )
+
+    def key(r: _TrendRow) -> tuple[str | None, ...]:
+        return (r.qrels_fingerprint, r.definitions) + ((r.query_set_fingerprint,) if queries == "same" else ())
+
+    groups: dict[tuple[str | None, ...], builtins.list[_TrendRow]] = {}
+    for r in pool:
+        groups.setdefault(key(r), []).append(r)
+    ordered = sorted(groups.values(), key=lambda g: (g[-1].created_at, g[-1].id))
+
+    sets: dict[str | None, frozenset[str]] = {}  # by query-set fingerprint, loaded only when a set changes
+
+    def ids_of(r: _TrendRow) -> frozenset[str]:
+        if r.query_set_fingerprint is None:
+            return query_ids(r.id)
+        if r.query_set_fingerprint not in sets:
+            sets[r.query_set_fingerprint] = query_ids(r.id)
+        return sets[r.query_set_fingerprint]
+
+    series: builtins.list[HistorySeries] = []
+    for group in ordered:
+        added, removed = [0], [0]
+        for prev, cur in itertools.pairwise(group):
+            if prev.query_set_fingerprint is not None and prev.query_set_fingerprint == cur.query_set_fingerprint:
+                added.append(0)
+                removed.append(0)
+                continue
+            a, b = ids_of(prev), ids_of(cur)
+            added.append(len(b - a))
+            removed.append(len(a - b))
+        series.append(
+            HistorySeries(
+                metric=metric,
+                qrels_fingerprint=group[0].qrels_fingerprint,
+                qrels_names=tuple(dict.fromkeys(r.qrels_name for r in group if r.qrels_name)),
+                metric_definitions_version=group[0].definitions,
+                points=tuple(
+                    TrendPoint(_parse_time(r.created_at), r.id, math.nan if r.mean is None else float(r.mean))
+                    for r in group
+                ),
+                names=tuple(r.name for r in group),
+                num_queries=tuple(r.num_queries for r in group),
+                queries_added=tuple(added),
+                queries_removed=tuple(removed),
             )
-        return [
-            TrendPoint(_parse_time(ts), rid, math.nan if mean is None else float(mean)) for ts, rid, mean, _ in rows
+        )
+
+    if len(series) > 1:
+        reasons = []
+        fingerprints = builtins.list(dict.fromkeys(s.qrels_fingerprint for s in series))
+        if len(fingerprints) > 1:
+            shown = ", ".join(short_fingerprint(f) for f in fingerprints)
+            reasons.append(
+                f"the records were scored on {len(fingerprints)} different qrels (fingerprints {shown}); "
+                "means on different judgments are not comparable"
+            )
+        versions = sorted({s.metric_definitions_version for s in series})
+        if len(versions) > 1:
+            reasons.append(
+                f"the records were saved under metric definitions versions {', '.join(versions)}; "
+                "their means may not be comparable"
+            )
+        pairs = {(s.qrels_fingerprint, s.metric_definitions_version) for s in series}
+        if len(series) > len(pairs):  # queries="same" split some of them
+            reasons.append("the query set changes (queries='same' splits there)")
+        notes.insert(0, f"split into {len(series)} series: " + "; ".join(reasons))
+
+    multi = len(series) > 1
+    for s in series:
+        changes = [
+            f"record {s.points[i].record_id} has {s.queries_added[i]} queries added and "
+            f"{s.queries_removed[i]} removed vs record {s.points[i - 1].record_id}"
+            for i in range(1, len(s.points))
+            if s.queries_added[i] or s.queries_removed[i]
         ]
+        if changes:
+            where = f" of series '{s.label}'" if multi else ""
+            more = f"; and {len(changes) - 3} more changes" if len(changes) > 3 else ""
+            notes.append(
+                f"the query set changes along the series{where} ({_plural(len(changes), 'change')}): "
+                + "; ".join(changes[:3])
+                + more
+                + "; its means are over different queries (queries='same' splits there)"
+            )
+
+    current = len(series) - 1 if series else None
+    points = series[current].points if current is not None else ()
+    return Trend(points, metric=metric, name=name, series=series, current=current, left_out=left_out, notes=notes)
+
+
+def _trend_warning(trend: Trend, total: int) -> Warning | None:
+    """One warning when a trend is split or left records out (None when it holds every record)."""
+    if trend.complete:
+        return None
+    versions = {s.metric_definitions_version for s in trend.series}
+    category = MixedDefinitionsWarning if len(versions) > 1 else TrendSplitWarning
+    where = f" ({trend.name})" if trend.name is not None else ""
+    reasons = [n for n in trend.notes if n.startswith(("split into", f"{len(trend.left_out)} record"))]
+    return category(f"the trend of {trend.metric}{where} keeps {len(trend)} of {total} records: " + "; ".join(reasons))
 
 
 # -- command line ------------------------------------------------------------------------------------
@@ -756,62 +1395,196 @@ def _short_time(ts: datetime) -> str:
     return ts.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _print_rows(title: str, header: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: int) -> None:
-    """A table with rich when it is installed, aligned plain text otherwise."""
+def _compact_time(ts: datetime) -> str:
+    return ts.strftime("%Y-%m-%d %H:%M")
+
+
+def _terminal_width() -> int:
+    """Columns to fit tables in: the terminal's (``COLUMNS`` when set), 80 when unknown; at least 40."""
+    return max(40, shutil.get_terminal_size((80, 24)).columns)
+
+
+def _ellipsize(text: str, width: int, *, middle: bool = False) -> str:
+    """``text`` cut to ``width`` characters with an ellipsis; in the middle keeps both ends (run names).
+
+    Examples
+    --------
+    >>> _ellipsize("dense-bge-small-rerank-v2", 12, middle=True), _ellipsize("nightly,abc", 8)
+    ('dense-…nk-v2', 'nightly…')
+    """
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    if middle:
+        head = width // 2
+        tail = width - 1 - head
+        return text[:head] + "…" + (text[-tail:] if tail else "")
+    return text[: width - 1] + "…"
+
+
+def _fit_title(prefix: str, path: str, suffix: str, width: int) -> str:
+    """``prefix + path + suffix`` in ``width`` characters, the path cut from the left (its end names it)."""
+    room = width - len(prefix) - len(suffix)
+    if len(path) > room:
+        path = "…" + path[-max(room - 1, 8) :]
+    return prefix + path + suffix
+
+
+def _print_rows(
+    title: str,
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    numeric_from: int,
+    widths: Sequence[int] | None = None,
+    width: int | None = None,
+) -> None:
+    """A table with rich when it is installed, aligned plain text otherwise; two spaces between columns.
+
+    Cells are printed as given (never as rich markup); with ``widths`` the columns are exactly that wide.
+    ``width`` is the line length the title must fit in (default: the terminal's).
+    """
+    if widths is None:
+        widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
     try:
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
     except ImportError:  # the CLI works without rich, just plainer
-        widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
-        print(title)
+        print(_ellipsize(title, width or _terminal_width()))
 
         def line(cells: Sequence[str]) -> str:
             return "  ".join(
                 c.rjust(w) if i >= numeric_from else c.ljust(w)
                 for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-            )
+            ).rstrip()
 
         print(line(header))
         for r in rows:
             print(line(r))
         return
-    table = Table(title=title)
-    for i, h in enumerate(header):
-        table.add_column(h, justify="right" if i >= numeric_from else "left", no_wrap=h in ("id", "saved (UTC)"))
+    total = sum(widths) + 2 * (len(widths) - 1)
+    table = Table(
+        title=Text(title),
+        title_justify="left",
+        box=None,  # no dividers: two spaces between columns, as in plain text
+        pad_edge=False,
+        padding=(0, 1),
+        header_style="bold",
+    )
+    for i, (h, w) in enumerate(zip(header, widths, strict=True)):
+        table.add_column(
+            Text(h), justify="right" if i >= numeric_from else "left", no_wrap=True, overflow="ellipsis", width=w
+        )
     for r in rows:
-        table.add_row(*r)
-    Console().print(table)
+        table.add_row(*(Text(c) for c in r))
+    Console(width=max(total, width or _terminal_width()), soft_wrap=False).print(table)
 
 
 def _print_json(payload: Any) -> None:
     print(json.dumps(payload, indent=2, ensure_ascii=False))
 
 
+def _handles_lock(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A history subcommand that exits with :data:`EXIT_LOCKED` and one message when the file is locked."""
+
+    @functools.wraps(func)
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except StoreLockedError as exc:
+            print(f"rankbridge: error: {exc}", file=sys.stderr)
+            return EXIT_LOCKED
+
+    return wrapper
+
+
+def _open(args: argparse.Namespace, *, create: bool = False) -> RunStore:
+    return RunStore(args.store, create=create, timeout=getattr(args, "lock_timeout", DEFAULT_TIMEOUT))
+
+
+def _list_layout(
+    records: Sequence[RunRecord], metrics: Sequence[str], width: int
+) -> tuple[builtins.list[str], builtins.list[builtins.list[str]], builtins.list[int], int, builtins.list[str]]:
+    """Header, rows, column widths, first numeric column and the metrics left out, to fit in ``width``."""
+    gap = 2
+    has_tags = any(r.tags for r in records)
+    ids = [str(r.id) for r in records]
+    names = [r.name for r in records]
+    tags = [",".join(r.tags) for r in records]
+    qrels = [short_fingerprint(r.qrels_fingerprint) for r in records]
+    counts = [str(r.num_queries) for r in records]
+    id_w = max([2, *map(len, ids)])
+    time_w = len("2024-05-04 12:00")
+    qrels_w = max([5, *map(len, qrels)])
+    count_w = max([7, *map(len, counts)])
+    name_nat = max([4, *map(len, names)])
+    tags_nat = max([4, *map(len, tags)]) if has_tags else 0
+    name_min = min(name_nat, 16)
+    tags_min = min(tags_nat, 8)
+    fixed = [id_w, time_w, qrels_w, count_w]
+    used = sum(fixed) + name_min + gap * (len(fixed))  # the gaps before name, qrels, queries, after saved
+    if has_tags:
+        used += tags_min + gap
+    shown: builtins.list[str] = []
+    metric_w: builtins.list[int] = []
+    for m in metrics:
+        w = max(len(m), 6)
+        if used + gap + w > width:
+            break
+        shown.append(m)
+        metric_w.append(w)
+        used += gap + w
+    left_out = builtins.list(metrics[len(shown) :])
+    spare = max(0, width - used)
+    name_w = min(name_nat, name_min + spare)
+    spare -= name_w - name_min
+    tags_w = min(tags_nat, tags_min + spare) if has_tags else 0
+
+    header = ["id", "saved (UTC)", "name", *(["tags"] if has_tags else []), "qrels", "queries", *shown]
+    widths = [id_w, time_w, name_w, *([tags_w] if has_tags else []), qrels_w, count_w, *metric_w]
+    rows = []
+    for r, rid, name, tag, fp, count in zip(records, ids, names, tags, qrels, counts, strict=True):
+        row = [rid, _compact_time(r.timestamp), _ellipsize(name, name_w, middle=True)]
+        if has_tags:
+            row.append(_ellipsize(tag, tags_w))
+        row += [fp, count, *(_fmt(r.mean.get(m)) for m in shown)]
+        rows.append(row)
+    return header, rows, widths, len(header) - len(shown) - 1, left_out
+
+
+@_handles_lock
 def _cmd_list(args: argparse.Namespace) -> int:
-    with RunStore(args.store, create=False) as store:
+    with _open(args) as store:
         records = store.list(args.name, limit=args.limit)
     if args.format == "json":
         _print_json([r.to_dict() for r in records])
         return 0
     metrics: builtins.list[str] = []
-    for r in records:
-        metrics.extend(m for m in r.metrics if m not in metrics)
-    rows = [
-        [str(r.id), _short_time(r.timestamp), r.name, ",".join(r.tags), str(r.num_queries)]
-        + [_fmt(r.mean.get(m)) for m in metrics]
-        for r in records
-    ]
-    _print_rows(
-        f"run history ({args.store}): {len(records)} records",
-        ["id", "saved (UTC)", "name", "tags", "queries", *metrics],
-        rows,
-        4,
-    )
+    if args.metric:
+        from rankbridge._cli_common import split_metric_args
+
+        metrics = [_canonical_metric(m) for m in split_metric_args(args.metric, [])]
+    else:
+        for r in records:
+            metrics.extend(m for m in r.metrics if m not in metrics)
+    width = _terminal_width()
+    header, rows, widths, numeric_from, left_out = _list_layout(records, metrics, width)
+    unknown = ", qrels ?: unknown"
+    if not any(r.qrels_fingerprint is None for r in records):
+        unknown = ""
+    title = _fit_title("run history (", args.store, f"): {_plural(len(records), 'record')}{unknown}", width)
+    _print_rows(title, header, rows, numeric_from, widths, width)
+    if left_out:
+        more = ", ".join(left_out[:3]) + (", ..." if len(left_out) > 3 else "")
+        note = f"{_plural(len(left_out), 'more metric')} not shown ({more}): -m METRIC, or --format json"
+        print(_ellipsize(note, width))
     return 0
 
 
+@_handles_lock
 def _cmd_show(args: argparse.Namespace) -> int:
-    with RunStore(args.store, create=False) as store:
+    with _open(args) as store:
         record = store.get(args.id)
         evaluation = store.load(args.id)
         errors = store.errors(args.id)
@@ -834,8 +1607,12 @@ def _cmd_show(args: argparse.Namespace) -> int:
     print(f"config: {json.dumps(dict(record.config), sort_keys=True)}")
     if record.tags:
         print(f"tags: {', '.join(record.tags)}")
-    if record.qrels_name:
-        print(f"qrels: {record.qrels_name}")
+    if record.qrels_fingerprint is not None:
+        named = f"{record.qrels_name}, " if record.qrels_name else ""
+        print(f"qrels: {named}fingerprint {record.qrels_fingerprint}")
+    else:
+        named = f"{record.qrels_name}, " if record.qrels_name else ""
+        print(f"qrels: {named}fingerprint unknown (trends leave this record out beside known ones)")
     print(
         f"rankbridge {record.rankbridge_version}, metric definitions v{record.metric_definitions_version}, "
         f"missing queries: {record.missing_policy}"
@@ -855,8 +1632,9 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+@_handles_lock
 def _cmd_delete(args: argparse.Namespace) -> int:
-    with RunStore(args.store, create=False) as store:
+    with _open(args) as store:
         store.delete(args.id)
     if args.format == "json":
         _print_json({"deleted": args.id})
@@ -865,44 +1643,91 @@ def _cmd_delete(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_trend(args: argparse.Namespace) -> int:
-    from rankbridge.metrics.measures import parse_measure
+@_handles_lock
+def _cmd_attach_qrels(args: argparse.Namespace) -> int:
+    from rankbridge.io import load_qrels
 
-    metric = str(parse_measure(args.metric))
-    with RunStore(args.store, create=False) as store:
-        points = store.trend(metric, args.name)
-        names = {r.id: r.name for r in store.list(args.name)} if points else {}
+    qrels = load_qrels(args.qrels)
+    with _open(args) as store:
+        changed = store.attach_qrels(args.ids, qrels)
+        fingerprint = qrels_fingerprint(qrels)
     if args.format == "json":
-        _print_json(
-            {
-                "metric": metric,
-                "points": [
-                    {
-                        "timestamp": p.timestamp.isoformat(),
-                        "record_id": p.record_id,
-                        "name": names.get(p.record_id),
-                        "mean": _finite_or_none(p.mean),
-                    }
-                    for p in points
-                ],
-            }
-        )
-        return 0
+        _print_json({"changed": changed, "record_ids": args.ids, "qrels_fingerprint": fingerprint})
+    else:
+        print(f"{_plural(changed, 'record')} now scored on qrels {short_fingerprint(fingerprint)} ({args.qrels})")
+    return 0
+
+
+def _series_rows(series: HistorySeries) -> builtins.list[builtins.list[str]]:
     rows = []
     previous: float | None = None
-    for p in points:
+    for i, p in enumerate(series.points):
         change = "" if previous is None or math.isnan(previous) or math.isnan(p.mean) else f"{p.mean - previous:+.4f}"
-        rows.append([_short_time(p.timestamp), str(p.record_id), names.get(p.record_id, ""), _fmt(p.mean), change])
+        added, removed = series.queries_added[i], series.queries_removed[i]
+        queries = str(series.num_queries[i]) + (f" +{added}/-{removed}" if added or removed else "")
+        rows.append([_compact_time(p.timestamp), str(p.record_id), series.names[i], queries, _fmt(p.mean), change])
         previous = p.mean
-    _print_rows(f"{metric} over time ({len(points)} records)", ["saved (UTC)", "id", "name", metric, "change"], rows, 3)
+    return rows
+
+
+def _print_note(text: str, width: int, prefix: str = "note: ") -> None:
+    import textwrap
+
+    print(textwrap.fill(text, width, initial_indent=prefix, subsequent_indent=" " * len(prefix)))
+
+
+def _print_series(series: HistorySeries, title: str, width: int) -> None:
+    rows = _series_rows(series)
+    header = ["saved (UTC)", "id", "name", "queries", series.metric, "change"]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+    spare = width - (sum(widths) + 2 * (len(widths) - 1))
+    if spare < 0:  # the name gives way first
+        widths[2] = max(8, widths[2] + spare)
+        for r in rows:
+            r[2] = _ellipsize(r[2], widths[2], middle=True)
+    _print_rows(title, header, rows, 3, widths, width)
+
+
+@_handles_lock
+def _cmd_trend(args: argparse.Namespace) -> int:
+    metric = _canonical_metric(args.metric)
+    with _open(args) as store, warnings.catch_warnings():
+        warnings.simplefilter("ignore", TrendSplitWarning)  # the same reasons are printed from trend.notes
+        trend = store.trend(metric, args.name, queries=args.queries)
+    if args.format == "json":
+        payload = trend.to_dict()
+        current = trend.series[trend.current] if trend.current is not None else None
+        payload["points"] = current.to_dict()["points"] if current is not None else []
+        _print_json(payload)
+        return 0
+    width = _terminal_width()
+    if trend.current is None:
+        print(f"{metric} over time (0 records)")
+        for note in trend.notes:
+            _print_note(note, width)
+        return 0
+    chosen = range(len(trend.series)) if args.all else [trend.current]
+    for i in chosen:
+        s = trend.series[i]
+        which = f"series {i + 1} of {len(trend.series)}: " if len(trend.series) > 1 else ""
+        _print_note(f"{which}{s.label}", width, prefix="")
+        _print_series(s, f"{metric} over time ({_plural(len(s.points), 'record')})", width)
+    for note in trend.notes:
+        _print_note(note, width)
+    if len(trend.series) > 1 and not args.all:
+        others = [s for i, s in enumerate(trend.series) if i != trend.current]
+        listed = "; ".join(f"{_plural(len(s.points), 'record')}, {s.label}" for s in others[:3])
+        more = "; ..." if len(others) > 3 else ""
+        _print_note(f"{_plural(len(others), 'other series')} not shown ({listed}{more}): --all shows them", width, "")
     return 0
 
 
 def add_cli(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``rankbridge history`` (list, show, delete, trend) on the CLI's subparsers.
+    """Register ``rankbridge history`` (list, show, delete, trend, attach-qrels) on the CLI's subparsers.
 
-    Each subcommand sets ``func`` (called with the parsed namespace, returning the exit code 0); errors
-    are raised as :class:`~rankbridge.errors.InputError`.
+    Each subcommand sets ``func`` (called with the parsed namespace, returning the exit code: 0, or
+    :data:`EXIT_LOCKED` when another process holds the file's lock); other errors are raised as
+    :class:`~rankbridge.errors.InputError` or :class:`StoreError`.
 
     Examples
     --------
@@ -910,31 +1735,52 @@ def add_cli(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     >>> parser = argparse.ArgumentParser(prog="rankbridge")
     >>> add_cli(parser.add_subparsers(dest="command", required=True))
     >>> args = parser.parse_args(["history", "--store", "h.sqlite", "trend", "nDCG@10", "--name", "bm25"])
-    >>> args.store, args.metric, args.name, args.format
-    ('h.sqlite', 'nDCG@10', 'bm25', 'table')
+    >>> args.store, args.metric, args.name, args.format, args.queries, args.lock_timeout
+    ('h.sqlite', 'nDCG@10', 'bm25', 'table', 'join', 5.0)
     """
     history = subparsers.add_parser(
         "history",
         help="list, show, delete and trend saved evaluations",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples:\n"
+        epilog="A trend joins only records scored on the same qrels (fingerprint) under the same metric\n"
+        "definitions; it says when it splits them, leaves records of unknown qrels out, or the query set\n"
+        "changes.\n"
+        "examples:\n"
         "  rankbridge history list\n"
         "  rankbridge history list --name bm25 --limit 5 --format json\n"
         "  rankbridge history show 12 --per-query\n"
-        "  rankbridge history trend ndcg@10 --name dense\n"
-        "  rankbridge history --store ci/history.sqlite delete 12",
+        "  rankbridge history trend ndcg@10 --name dense --all\n"
+        "  rankbridge history attach-qrels qrels.txt 3 4 5\n"
+        "  rankbridge history --store ci/history.sqlite delete 12\n"
+        f"exit codes: 0 ok, 2 bad input, {EXIT_LOCKED} the file is locked by another process (try again)",
     )
+
+    def lock_timeout(text: str) -> float:
+        value = float(text)
+        if not value >= 0:
+            raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0. Got {text!r}.")
+        return value
+
     history.add_argument("--store", default=DEFAULT_STORE_PATH, help=f"history file (default: {DEFAULT_STORE_PATH})")
     history.add_argument("--format", choices=["table", "json"], default="table")
+    history.add_argument(
+        "--lock-timeout",
+        type=lock_timeout,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"wait this long for another process's write lock (default: {DEFAULT_TIMEOUT:g})",
+    )
     # The same options after the subcommand; SUPPRESS keeps the value given before it.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--store", default=argparse.SUPPRESS, help="history file")
     common.add_argument("--format", choices=["table", "json"], default=argparse.SUPPRESS)
-    sub = history.add_subparsers(dest="history_command", required=True, metavar="{list,show,delete,trend}")
+    common.add_argument("--lock-timeout", type=lock_timeout, default=argparse.SUPPRESS, metavar="SECONDS")
+    sub = history.add_subparsers(dest="history_command", required=True, metavar="{list,show,delete,trend,attach-qrels}")
 
     ls = sub.add_parser("list", parents=[common], help="saved records, newest first")
     ls.add_argument("--name", help="only records with this name")
     ls.add_argument("--limit", type=int, help="at most this many")
+    ls.add_argument("-m", "--metric", action="append", help="metric columns to show (default: all that fit)")
     ls.set_defaults(func=_cmd_list)
 
     sh = sub.add_parser("show", parents=[common], help="one record: config, counts, means")
@@ -946,7 +1792,21 @@ def add_cli(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     de.add_argument("id", type=int, help="record id")
     de.set_defaults(func=_cmd_delete)
 
-    tr = sub.add_parser("trend", parents=[common], help="a metric's mean across saved records, oldest first")
+    tr = sub.add_parser("trend", parents=[common], help="a metric's mean across comparable saved records, oldest first")
     tr.add_argument("metric", help="metric name, e.g. ndcg@10")
     tr.add_argument("--name", help="only records with this name")
+    tr.add_argument("--all", action="store_true", help="print every series, not only the newest one")
+    tr.add_argument(
+        "--queries",
+        choices=["join", "same"],
+        default="join",
+        help="join records on different query sets, saying how many differ (default), or split there",
+    )
     tr.set_defaults(func=_cmd_trend)
+
+    at = sub.add_parser(
+        "attach-qrels", parents=[common], help="record the qrels that records of unknown qrels were scored on"
+    )
+    at.add_argument("qrels", help="the qrels file they were scored on (TREC, BEIR .tsv or .jsonl)")
+    at.add_argument("ids", type=int, nargs="+", help="record ids")
+    at.set_defaults(func=_cmd_attach_qrels)
