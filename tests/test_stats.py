@@ -284,11 +284,11 @@ def test_permutation_is_reproducible_and_column_independent() -> None:
 
 def _wilcoxon_data(n: int, seed: int, *, ties: bool, zeros: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
-    a = rng.random(n)
+    a = np.round(rng.random(n) * 256) / 256
     d = rng.normal(0.05, 0.2, n)
-    if ties:
-        d = np.round(d, 1)
-        d[d == 0] = 0.1
+    if ties:  # on a 1/8 grid, so that a - (a - d) gives d back exactly and scipy sees the ties too
+        d = np.round(d * 8) / 8
+        d[d == 0] = 0.125
     d[:zeros] = 0.0
     return a, a - d
 
