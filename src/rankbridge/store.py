@@ -1520,12 +1520,10 @@ def _list_layout(
     count_w = max([7, *map(len, counts)])
     name_nat = max([4, *map(len, names)])
     tags_nat = max([4, *map(len, tags)]) if has_tags else 0
-    name_min = min(name_nat, 16)
-    tags_min = min(tags_nat, 8)
+    name_min = min(name_nat, 14)
     fixed = [id_w, time_w, qrels_w, count_w]
-    used = sum(fixed) + name_min + gap * (len(fixed))  # the gaps before name, qrels, queries, after saved
-    if has_tags:
-        used += tags_min + gap
+    used = sum(fixed) + name_min + gap * len(fixed)  # the gaps between these five columns
+    # Metrics come before tags: a tags column is shown only in the room the metrics leave.
     shown: builtins.list[str] = []
     metric_w: builtins.list[int] = []
     for m in metrics:
@@ -1539,7 +1537,8 @@ def _list_layout(
     spare = max(0, width - used)
     name_w = min(name_nat, name_min + spare)
     spare -= name_w - name_min
-    tags_w = min(tags_nat, tags_min + spare) if has_tags else 0
+    has_tags = has_tags and spare >= gap + 6
+    tags_w = min(tags_nat, spare - gap) if has_tags else 0
 
     header = ["id", "saved (UTC)", "name", *(["tags"] if has_tags else []), "qrels", "queries", *shown]
     widths = [id_w, time_w, name_w, *([tags_w] if has_tags else []), qrels_w, count_w, *metric_w]
