@@ -646,11 +646,14 @@ def test_as_llm_recognises_without_importing_and_rejects_junk() -> None:
             return "x"
 
     assert as_llm(Model()).model_id == "my-model"
-    assert as_llm(truth_reply).model_id.endswith("test_judge.truth_reply")
+    # a plain callable's name says where it was defined, not which model it calls: model_id is required
+    with pytest.raises(InputError, match=r"model_id: a plain callable \(.*test_judge\.truth_reply\)"):
+        as_llm(truth_reply)
+    assert as_llm(truth_reply, model_id="m").model_id == "m"
     with pytest.raises(InputError, match="expected a LangChain chat model"):
         as_llm("gpt-4")
     with pytest.raises(LLMError, match="returned int; expected str"):
-        as_llm(lambda p: 3).complete("x")
+        as_llm(lambda p: 3, model_id="m").complete("x")
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -18,11 +18,15 @@ scripted models read them the way weak LLMs do:
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
+import sqlite3
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -457,3 +461,317 @@ def test_redact_mode_hides_the_order_and_caches_apart() -> None:
         assert len(cache) == 2
     with pytest.raises(InputError, match="injection must be 'flag' or 'redact'"):
         Judge(obedient, model_id="o", injection="strip")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The cache is keyed by the model, not by where it was defined
+# ---------------------------------------------------------------------------------------------------
+PAIR = ("q", "d")
+TEXTS = ({"q": SCURVY}, {"d": RELEVANT[SCURVY]})
+
+
+def _grade(n: int) -> Callable[[str], str]:
+    return lambda prompt: _verdict(n, f"always {n}")
+
+
+def _fixed(n: int, prompt: str) -> str:
+    return _verdict(n, f"always {n}")
+
+
+class Fixed:
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __call__(self, prompt: str) -> str:
+        return _verdict(self.n, "fixed")
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (_grade(0), _grade(3)),  # two lambdas of one module (same qualified name)
+        (Fixed(0), Fixed(3)),  # two instances of one class
+        (functools.partial(_fixed, 0), functools.partial(_fixed, 3)),  # two partials of one function
+    ],
+    ids=["lambdas", "instances", "partials"],
+)
+def test_callables_without_a_model_id_are_refused_and_never_share_grades(
+    first: Callable[[str], str], second: Callable[[str], str], tmp_path: Path
+) -> None:
+    from rankbridge.judge import Judge, ModelIdRequired
+
+    with pytest.raises(ModelIdRequired, match=r"model_id: a plain callable .* Pass model_id=.*anonymous=True"):
+        Judge(first, cache=tmp_path / "c.sqlite")
+    path = tmp_path / "c.sqlite"
+    with Judge(first, cache=path, anonymous=True) as judge:
+        a = judge.judge_pairs([PAIR], *TEXTS)
+    with Judge(second, cache=path, anonymous=True) as judge:
+        b = judge.judge_pairs([PAIR], *TEXTS)
+    assert (a.labels[PAIR].grade, b.labels[PAIR].grade) == (0, 3)
+    assert b.report.from_cache == 0 and a.model != b.model and a.model.startswith("anonymous:")
+    with Judge(first, cache=path, model_id="zero") as judge:
+        judge.judge_pairs([PAIR], *TEXTS)
+    with Judge(second, cache=path, model_id="zero") as judge:  # the user says it is the same model
+        assert judge.judge_pairs([PAIR], *TEXTS).labels[PAIR].grade == 0
+
+
+def test_an_entry_under_another_model_id_is_never_read() -> None:
+    from rankbridge.judge import Grade, Judge, JudgmentCache, doc_hash
+
+    with JudgmentCache() as cache:
+        with Judge(_grade(1), model_id="a", cache=cache) as judge:
+            key = judge.prompt_key
+        cache.put(SCURVY, doc_hash(RELEVANT[SCURVY]), "b", key, Grade(3, "planted under b"))
+        with Judge(_grade(1), model_id="a", cache=cache) as judge:
+            res = judge.judge_pairs([PAIR], *TEXTS)
+        assert res.labels[PAIR].grade == 1 and res.report.new == 1
+        with Judge(_grade(1), model_id="b", cache=cache) as judge:
+            assert judge.judge_pairs([PAIR], *TEXTS).labels[PAIR].reason == "planted under b"
+
+
+def _chat_model(**fields: Any) -> Any:
+    pytest.importorskip("langchain_core")
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from pydantic import SecretStr
+
+    class ProviderChat(GenericFakeChatModel):
+        model_name: str = "provider-large"
+        temperature: float = 0.0
+        top_p: float | None = None
+        max_tokens: int | None = None
+        seed: int | None = None
+        api_key: SecretStr = SecretStr("sk-not-in-the-id")
+        base_url: str = "https://user:token@example.invalid/v1"
+        timeout: float = 30.0
+
+    return ProviderChat(messages=iter([]), **fields)
+
+
+@pytest.fixture
+def no_tracing(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGCHAIN_TRACING", "LANGSMITH_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.mark.usefixtures("no_tracing")
+def test_langchain_model_id_is_the_model_name_plus_output_parameters() -> None:
+    from rankbridge.judge import as_llm
+
+    cold = as_llm(_chat_model()).model_id
+    assert cold == "langchain:provider-large?temperature=0.0"
+    warm = as_llm(_chat_model(temperature=0.7, max_tokens=256, seed=7, top_p=0.9)).model_id
+    assert warm == "langchain:provider-large?max_tokens=256&seed=7&temperature=0.7&top_p=0.9"
+    assert as_llm(_chat_model(timeout=5.0)).model_id == cold  # a timeout does not change the replies
+    for secret in ("sk-not", "user:token", "example.invalid"):
+        assert secret not in warm
+    assert as_llm(_chat_model(model_name="provider-small")).model_id.startswith("langchain:provider-small?")
+
+
+@pytest.mark.usefixtures("no_tracing")
+def test_langchain_identifying_params_and_stated_provider_count() -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    from rankbridge.judge import ModelIdRequired, as_llm
+
+    class Integration(GenericFakeChatModel):
+        model: str = "house-7b"
+
+        @property
+        def _identifying_params(self) -> dict[str, Any]:
+            return {"model": self.model, "top_k": 40, "stop": ["\n\n"], "endpoint": "http://secret.invalid"}
+
+        def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
+            return {"ls_provider": "house", "ls_model_name": self.model, "ls_temperature": 0.2}
+
+    model_id = as_llm(Integration(messages=iter([]))).model_id
+    assert model_id == 'langchain:house-7b?provider="house"&stop=["\\n\\n"]&temperature=0.2&top_k=40'
+    # a framework model with no model name at all (the fakes) needs model_id=, like a plain callable
+    with pytest.raises(ModelIdRequired, match="a GenericFakeChatModel with no model name"):
+        as_llm(GenericFakeChatModel(messages=iter([])))
+
+
+def test_llamaindex_model_id_is_metadata_model_name_plus_parameters() -> None:
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+
+    from rankbridge.judge import ModelIdRequired, as_llm
+
+    class Local(CustomLLM):
+        name: str = "local-13b"
+        temperature: float = 0.1
+        max_tokens: int = 128
+
+        @property
+        def metadata(self) -> LLMMetadata:
+            return LLMMetadata(model_name=self.name)
+
+        def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+            return CompletionResponse(text=_verdict(1, "x"))
+
+        def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+            yield self.complete(prompt)
+
+    assert as_llm(Local()).model_id == "llamaindex:local-13b?max_tokens=128&temperature=0.1"
+    assert as_llm(Local(temperature=0.9)).model_id != as_llm(Local()).model_id
+    assert "system_prompt" in as_llm(Local(system_prompt="Be terse.")).model_id
+    with pytest.raises(ModelIdRequired, match="no model name"):
+        as_llm(Local(name="unknown"))  # LlamaIndex's default model name
+
+
+def test_cli_requires_model_id_for_a_plain_callable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rankbridge.cli import main
+
+    (tmp_path / "plain_llm.py").write_text(
+        'def judge(prompt):\n    return \'{"reason": "x", "grade": 1}\'\n', encoding="utf-8"
+    )
+    (tmp_path / "q.jsonl").write_text('{"_id": "q1", "text": "what causes scurvy"}\n', encoding="utf-8")
+    (tmp_path / "c.jsonl").write_text('{"_id": "d1", "text": "Scurvy is a lack of vitamin C."}\n', encoding="utf-8")
+    (tmp_path / "run.txt").write_text("q1 Q0 d1 1 1.0 bm25\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    argv = ["judge", "--llm", "plain_llm:judge", "--queries", str(tmp_path / "q.jsonl")]
+    argv += ["--corpus", str(tmp_path / "c.jsonl"), "--run", str(tmp_path / "run.txt")]
+    argv += ["--cache", str(tmp_path / "cache.sqlite")]
+    assert main(argv) == 2
+    out = capsys.readouterr()
+    assert "--model-id is required: --llm plain_llm:judge is a plain callable" in out.out + out.err
+    assert main([*argv, "--model-id", "house-v1"]) == 0
+    assert main([*argv[:-2], "--no-cache"]) == 0  # no cache: nothing to share, a one-off id
+
+
+# ---------------------------------------------------------------------------------------------------
+# Unwritable caches and old cache files
+# ---------------------------------------------------------------------------------------------------
+def test_read_only_folder_is_a_clear_message(tmp_path: Path) -> None:
+    from rankbridge.judge import JudgeCacheError, JudgmentCache
+
+    if os.geteuid() == 0:
+        pytest.skip("running as root: chmod does not stop writes (see the monkeypatched test)")
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    with JudgmentCache(folder / "existing.sqlite"):
+        pass
+    folder.chmod(0o555)
+    (folder / "existing.sqlite").chmod(0o444)
+    try:
+        for name in ("new.sqlite", "existing.sqlite", "sub/new.sqlite"):
+            with pytest.raises(JudgeCacheError, match=r"cannot write the judge cache at .*ro/"):
+                JudgmentCache(folder / name)
+    finally:
+        folder.chmod(0o755)
+
+
+def test_cache_under_a_file_is_a_clear_message(tmp_path: Path) -> None:
+    # works as root too: a path whose folder is a regular file cannot be created by anyone
+    from rankbridge.judge import JudgeCacheError, JudgmentCache
+
+    (tmp_path / "plain-file").write_text("x", encoding="utf-8")
+    with pytest.raises(JudgeCacheError, match=r"cannot write the judge cache at .*plain-file/c\.sqlite"):
+        JudgmentCache(tmp_path / "plain-file" / "c.sqlite")
+
+
+@pytest.mark.parametrize(
+    ("error", "cause"),
+    [
+        ("attempt to write a readonly database", "read-only file system"),
+        ("database or disk is full", "disk full"),
+        ("unable to open database file", "cannot create or open the file"),
+        ("database is locked", "locked by another process"),
+    ],
+)
+def test_sqlite_write_errors_are_clear_messages(
+    error: str, cause: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rankbridge.judge import JudgeCacheError, JudgmentCache
+
+    real_connect = sqlite3.connect
+
+    class Failing:
+        """A real connection whose writes fail the way SQLite fails them."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self._conn = real_connect(*args, **kwargs)
+
+        def execute(self, sql: str, *params: Any) -> Any:
+            head = sql.lstrip().upper()
+            if head.startswith(("CREATE", "INSERT", "DELETE", "UPDATE")) or (head.startswith("PRAGMA") and "=" in head):
+                raise sqlite3.OperationalError(error)  # what SQLite raises for a write it cannot make
+            return self._conn.execute(sql, *params)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._conn, name)
+
+        def __enter__(self) -> Any:
+            return self._conn.__enter__()
+
+        def __exit__(self, *exc: Any) -> Any:
+            return self._conn.__exit__(*exc)
+
+    monkeypatch.setattr(sqlite3, "connect", Failing)
+    with pytest.raises(JudgeCacheError, match=f"cannot write the judge cache at .*c.sqlite: {cause}") as info:
+        JudgmentCache(tmp_path / "c.sqlite")
+    assert "not a judge cache" not in str(info.value)
+
+
+def test_full_disk_while_judging_stops_the_batch_and_keeps_the_grades(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rankbridge.judge import Judge, JudgmentCache
+
+    with JudgmentCache() as cache, Judge(_grade(2), model_id="m", cache=cache, concurrency=1) as judge:
+
+        def full(*args: Any, **kwargs: Any) -> None:
+            from rankbridge.judge.grading import JudgeCacheError
+
+            raise JudgeCacheError("cannot write the judge cache at x: disk full")
+
+        monkeypatch.setattr(cache, "put", full)
+        docs = {f"d{i}": f"{RELEVANT[SCURVY]} ({i})" for i in range(3)}
+        res = judge.judge_pairs([("q", d) for d in docs], {"q": SCURVY}, docs)
+    assert len(res.labels) == 1 and res.labels[("q", "d0")].grade == 2
+    assert res.report.stopped == "cannot write the judge cache at x: disk full"
+    assert len(res.report.not_judged) == 2 and not res.report.complete
+
+
+def test_garbage_file_is_still_not_a_judge_cache(tmp_path: Path) -> None:
+    from rankbridge.judge import JudgmentCache
+
+    path = tmp_path / "junk.sqlite"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(InputError, match="not a judge cache"):
+        JudgmentCache(path)
+
+
+def test_schema_1_file_is_upgraded_and_derived_ids_are_set_aside(tmp_path: Path) -> None:
+    from rankbridge.judge import Grade, JudgeCacheMigrated, JudgmentCache
+    from rankbridge.judge.grading import _SCHEMA
+
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(_SCHEMA)
+        rows = [("callable:app.<lambda>", 3), ("langchain:gpt-4o", 2), ("llamaindex:local", 1), ("house-v1", 0)]
+        for model, grade in rows:
+            conn.execute("INSERT INTO judgments VALUES (?, 'h', ?, 'p', ?, 'r', '', 0)", ("q", model, grade))
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    with pytest.warns(JudgeCacheMigrated, match="3 grades keyed by a model id derived"):
+        cache = JudgmentCache(path)
+    with cache:
+        assert cache.migrated == 3 and len(cache) == 1
+        assert cache.get("q", "h", "house-v1", "p") == Grade(0, "r")  # an id the user gave is kept
+        assert cache.get("q", "h", "callable:app.<lambda>", "p") is None
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT COUNT(*) FROM legacy_judgments").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    finally:
+        conn.close()
+    with JudgmentCache(path) as again:  # opened again: nothing more to migrate, no warning
+        assert again.migrated == 0
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("PRAGMA user_version = 9")
+    conn.close()
+    with pytest.raises(InputError, match="schema version 9; this rankbridge reads 2"):
+        JudgmentCache(path)

@@ -99,7 +99,11 @@ def load_llm(spec: str) -> Any:
 def _add_llm_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("LLM and budget")
     g.add_argument("--llm", required=True, metavar="MODULE:ATTR", help="the LLM object (see the module docs)")
-    g.add_argument("--model-id", help="name of the model in the cache and provenance (default: from the model)")
+    g.add_argument(
+        "--model-id",
+        help="the model and its settings, naming it in the cache and provenance (default: derived from a "
+        "LangChain/LlamaIndex model's name and parameters; required for a plain callable unless --no-cache)",
+    )
     g.add_argument("--concurrency", type=int, default=4, help="calls in flight (default 4)")
     g.add_argument("--rate-limit", type=float, help="at most this many calls per second")
     g.add_argument("--retries", type=int, default=2, help="retries after an error (default 2)")
@@ -150,6 +154,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     from rankbridge.io import load_qrels, load_run, write_qrels
     from rankbridge.io._atomic import atomic_write
     from rankbridge.judge.grading import Judge, agreement, merge_qrels
+    from rankbridge.judge.llm import ModelIdRequired
 
     if not (args.data or args.queries):
         raise InputError("rankbridge judge: give --data BEIR_FOLDER, or --queries (and --corpus)")
@@ -163,7 +168,16 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     human_map = _label_map(args.human_map)
     cache = None if args.no_cache else args.cache
     llm = load_llm(args.llm)
-    with Judge(llm, model_id=args.model_id, cache=cache, policy=_policy(args)) as judge:
+    try:  # --no-cache: grades are not kept, so a one-off id is fine
+        judge = Judge(llm, model_id=args.model_id, cache=cache, policy=_policy(args), anonymous=args.no_cache)
+    except ModelIdRequired as exc:
+        what = str(exc).removeprefix("model_id: ").split(" does not say")[0]
+        raise InputError(
+            f"--model-id is required: --llm {args.llm} is {what}, which does not say which model it is, and the "
+            "judge cache keys grades by model. Give --model-id NAME (the model and its settings, e.g. "
+            "gpt-4o-mini@temperature=0), or --no-cache"
+        ) from None
+    with judge:
         result = judge.judge_runs(runs, queries, corpus, k=args.k, skip=human if args.skip_human else None)
     print(result.report)
     if args.output:

@@ -40,6 +40,7 @@ from rankbridge.judge.llm import (
     Session,
     Usage,
     as_llm,
+    describe_llm,
     run_sync,
 )
 from rankbridge.judge.prompts import QUERY_STYLES, QUERY_V1, Prompt
@@ -204,7 +205,8 @@ async def agenerate_golden_set(
     **policy_fields: Any,
 ) -> GenerationResult:
     """Async :func:`generate_golden_set`."""
-    client: LLMClient = as_llm(llm, model_id=model_id)
+    # no cache here: the model id is provenance only, so a callable's qualified name will do
+    client: LLMClient = as_llm(llm, model_id=model_id or describe_llm(llm))
     if policy is not None and policy_fields:
         raise InputError("give either policy= or its fields as keywords, not both")
     try:

@@ -56,7 +56,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rankbridge.errors import InputError
+from rankbridge.errors import InputError, RankbridgeError
 from rankbridge.judge.injection import injection_flags, redact_instructions
 from rankbridge.judge.llm import (
     BudgetExhausted,
@@ -77,6 +77,8 @@ __all__ = [
     "Agreement",
     "Grade",
     "Judge",
+    "JudgeCacheError",
+    "JudgeCacheMigrated",
     "JudgeReport",
     "JudgedQrels",
     "Judgment",
@@ -254,7 +256,11 @@ def doc_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2
+# schema 1 keyed grades by model ids derived from where a callable was defined ("callable:mod.fn") or from
+# a framework model's name without its parameters ("langchain:gpt-4o"): such grades may belong to another
+# model and are moved aside (kept, never read) when a schema 1 file is opened
+_LEGACY_DERIVED = ("callable:%", "langchain:%", "llamaindex:%")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS judgments (
     query TEXT NOT NULL,
@@ -270,6 +276,37 @@ CREATE TABLE IF NOT EXISTS judgments (
 """
 
 
+class JudgeCacheError(RankbridgeError, OSError):
+    """The judge cache file cannot be created, written or locked (read-only or full disk, permissions, lock)."""
+
+
+class JudgeCacheMigrated(UserWarning):
+    """A schema 1 judge cache was upgraded; grades keyed by a derived model id were moved aside."""
+
+
+_SQLITE_CAUSES = (
+    (("SQLITE_READONLY", "readonly"), "read-only file system (or no write permission)"),
+    (("SQLITE_CANTOPEN", "unable to open"), "cannot create or open the file (read-only file system or no permission)"),
+    (("SQLITE_FULL", "disk is full"), "disk full"),
+    (("SQLITE_IOERR", "disk i/o error"), "disk I/O error"),
+    (("SQLITE_PERM", "access permission denied"), "permission denied"),
+    (("SQLITE_BUSY", "SQLITE_LOCKED", "database is locked", "table is locked"), "locked by another process (30 s)"),
+)
+
+
+def _write_failure(path: str, exc: sqlite3.Error) -> JudgeCacheError | None:
+    """A clear :class:`JudgeCacheError` for an SQLite error caused by the disk or a lock, else None."""
+    name = str(getattr(exc, "sqlite_errorname", "") or "")
+    text = str(exc).lower()
+    for markers, cause in _SQLITE_CAUSES:
+        if name.startswith(markers) or any(m.islower() and m in text for m in markers):
+            return JudgeCacheError(
+                f"cannot write the judge cache at {path}: {cause} ({exc}); give another cache path, or no cache "
+                "(cache=None / --no-cache)"
+            )
+    return None
+
+
 class JudgmentCache:
     """Grades on disk (SQLite, standard library), keyed by (query text, document hash, model, prompt key).
 
@@ -277,10 +314,23 @@ class JudgmentCache:
     what it paid for. Safe to share between threads; several processes may share one file (SQLite locks).
     Close it (or use ``with``) when done.
 
+    A grade is read only under the model id it was written with. A file written by an older rankbridge
+    (schema 1) is upgraded in place: its grades keyed by a model id that was derived rather than given
+    (``callable:...``, ``langchain:...``, ``llamaindex:...`` -- such an id did not tell two lambdas, or two
+    temperatures, apart) are moved to the table ``legacy_judgments`` and never read, with a
+    :class:`JudgeCacheMigrated` warning; grades under an id the user gave are kept.
+
     Parameters
     ----------
     path:
         The database file (created with its folder), or ``":memory:"``.
+
+    Raises
+    ------
+    JudgeCacheError
+        The file cannot be created or written (read-only or full disk, permissions) or stays locked.
+    InputError
+        The file is not a judge cache, or one of a newer schema.
 
     Examples
     --------
@@ -292,28 +342,59 @@ class JudgmentCache:
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:") -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        self._conn: sqlite3.Connection | None = None
+        #: Grades moved to ``legacy_judgments`` when this file was upgraded from schema 1 (0 otherwise).
+        self.migrated = 0
+        if self.path != ":memory:":
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise JudgeCacheError(
+                    f"cannot write the judge cache at {self.path}: {exc.strerror or exc} (creating its folder); "
+                    "give another cache path, or no cache (cache=None / --no-cache)"
+                ) from None
         try:
+            self._conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
             version = self._conn.execute("PRAGMA user_version").fetchone()[0]
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if tables and "judgments" not in tables:
                 raise InputError(f"{self.path}: an SQLite database, but not a rankbridge judge cache")
-            if "judgments" in tables and version != _SCHEMA_VERSION:
+            if "judgments" in tables and version == 1:
+                self._migrate_from_1()
+            elif "judgments" in tables and version != _SCHEMA_VERSION:
                 raise InputError(
                     f"{self.path}: judge cache schema version {version}; this rankbridge reads {_SCHEMA_VERSION}"
+                    " (and upgrades 1)"
                 )
             with self._conn:
                 self._conn.execute(_SCHEMA)
                 self._conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             self.close()
-            raise InputError(f"{self.path}: not a judge cache ({exc})") from None
+            raise (_write_failure(self.path, exc) or InputError(f"{self.path}: not a judge cache ({exc})")) from None
         except BaseException:
             self.close()
             raise
+        if self.migrated:
+            warnings.warn(
+                f"{self.path}: judge cache upgraded from schema 1 to {_SCHEMA_VERSION}; {self.migrated} grades keyed "
+                "by a model id derived from a callable's name or from a model name without its parameters were "
+                "moved to the table legacy_judgments and will not be reused (they may belong to another model)",
+                JudgeCacheMigrated,
+                stacklevel=2,
+            )
+
+    def _migrate_from_1(self) -> None:
+        conn = self._connection()
+        where = " OR ".join("model LIKE ?" for _ in _LEGACY_DERIVED)
+        with conn:  # one transaction: the file is either schema 1 or fully schema 2
+            conn.execute(_SCHEMA.replace("judgments", "legacy_judgments"))
+            conn.execute(
+                f"INSERT OR REPLACE INTO legacy_judgments SELECT * FROM judgments WHERE {where}", _LEGACY_DERIVED
+            )
+            self.migrated = conn.execute(f"DELETE FROM judgments WHERE {where}", _LEGACY_DERIVED).rowcount
+            conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -334,14 +415,23 @@ class JudgmentCache:
         return None if row is None else Grade(int(row[0]), str(row[1]))
 
     def put(self, query: str, doc_hash: str, model: str, prompt: str, grade: Grade, *, raw: str = "") -> None:
-        """Store one grade (one transaction; replaces an existing one)."""
+        """Store one grade (one transaction; replaces an existing one).
+
+        Raises :class:`JudgeCacheError` when the disk is full or read-only, or the file stays locked.
+        """
         with self._lock:
             conn = self._connection()
-            with conn:
-                conn.execute(
-                    "INSERT OR REPLACE INTO judgments VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (query, doc_hash, model, prompt, grade.grade, grade.reason, raw, time.time()),
-                )
+            try:
+                with conn:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO judgments VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (query, doc_hash, model, prompt, grade.grade, grade.reason, raw, time.time()),
+                    )
+            except sqlite3.Error as exc:
+                failure = _write_failure(self.path, exc)
+                if failure is None:
+                    raise
+                raise failure from None
 
     def __len__(self) -> int:
         with self._lock:
@@ -974,8 +1064,13 @@ class Judge:
     llm:
         A LangChain chat model, a LlamaIndex LLM, or a callable ``f(prompt) -> str`` (sync or async).
     model_id:
-        Names the model in the cache key and in the labels' provenance (see
-        :func:`~rankbridge.judge.llm.as_llm` for the default).
+        Names the model in the cache key and in the labels' provenance: grades are reused only for the
+        same model id. Derived from a LangChain or LlamaIndex model (its model name and the parameters
+        that change replies, see :func:`~rankbridge.judge.llm.derived_model_id`); required for a plain
+        callable (:class:`~rankbridge.judge.llm.ModelIdRequired` otherwise).
+    anonymous:
+        Judge with an LLM that has no model id: a one-off id is used, so its grades are never reused by
+        another judge (see :func:`~rankbridge.judge.llm.as_llm`).
     prompt:
         The grading prompt (default :data:`~rankbridge.judge.prompts.RELEVANCE_V1`).
     cache:
@@ -1009,19 +1104,20 @@ class Judge:
         cache: str | os.PathLike[str] | JudgmentCache | None = None,
         policy: CallPolicy | None = None,
         injection: Literal["flag", "redact"] = "flag",
+        anonymous: bool = False,
         **policy_fields: Any,
     ) -> None:
         if injection not in ("flag", "redact"):
             raise InputError(f"injection must be 'flag' or 'redact'. Got {injection!r} instead.")
-        self.llm: LLMClient = as_llm(llm, model_id=model_id)
-        self.prompt = prompt
-        self.injection = injection
         if policy is not None and policy_fields:
             raise InputError("give either policy= or its fields as keywords, not both")
         try:
             self.policy = policy or CallPolicy(**policy_fields)
         except TypeError as exc:
             raise InputError(f"Judge: {exc}") from None
+        self.llm: LLMClient = as_llm(llm, model_id=model_id, anonymous=anonymous)
+        self.prompt = prompt
+        self.injection = injection
         self._owns_cache = not isinstance(cache, JudgmentCache)
         self.cache = cache if isinstance(cache, JudgmentCache) else JudgmentCache(cache or ":memory:")
 
@@ -1221,7 +1317,10 @@ class Judge:
                             report.failed[pair] = str(exc)
                         session.note_failure()
                         continue
-                self.cache.put(query, key[1], model, pkey, grade, raw=raw)
+                try:
+                    self.cache.put(query, key[1], model, pkey, grade, raw=raw)
+                except JudgeCacheError as exc:  # keep this grade; start no new call that could not be kept
+                    session.stop(str(exc))
                 for pair in groups[key]:
                     labels[pair] = Judgment(
                         pair[0], pair[1], grade.grade, grade.reason, model, pid, flags=flags_of[key[1]]
@@ -1250,9 +1349,13 @@ def judge_runs(
     model_id: str | None = None,
     prompt: Prompt = RELEVANCE_V1,
     skip: Qrels | Mapping[str, Mapping[str, int]] | None = None,
+    injection: Literal["flag", "redact"] = "flag",
+    anonymous: bool = False,
     **policy_fields: Any,
 ) -> Judgments:
     """Judge the pooled top ``k`` of ``runs`` in one call (a :class:`Judge` opened and closed for you).
+
+    ``model_id``, ``anonymous``, ``injection``, ``cache`` and the policy fields are those of :class:`Judge`.
 
     Examples
     --------
@@ -1262,5 +1365,7 @@ def judge_runs(
     >>> res.qrels.to_dict(), res.report.complete
     ({'q1': {'d1': 1}}, True)
     """
-    with Judge(llm, model_id=model_id, prompt=prompt, cache=cache, **policy_fields) as judge:
+    with Judge(
+        llm, model_id=model_id, prompt=prompt, cache=cache, injection=injection, anonymous=anonymous, **policy_fields
+    ) as judge:
         return judge.judge_runs(runs, queries, documents, k=k, skip=skip)

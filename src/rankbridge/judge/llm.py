@@ -34,25 +34,32 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import hashlib
 import inspect
+import json
 import math
+import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from rankbridge.errors import InputError, MissingExtraError, RankbridgeError
 
 __all__ = [
+    "OUTPUT_PARAMS",
     "BudgetExhausted",
     "CallPolicy",
     "LLMClient",
     "LLMError",
     "LLMReply",
+    "ModelIdRequired",
     "ReplyParseError",
     "Session",
     "Usage",
     "as_llm",
+    "derived_model_id",
+    "describe_llm",
     "run_sync",
 ]
 
@@ -231,25 +238,182 @@ def _is_async_callable(obj: Any) -> bool:
     return inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(getattr(obj, "__call__", None))  # noqa: B004
 
 
-def _default_model_id(obj: Any, framework: str) -> str:
-    if framework == "langchain":
-        for attr in ("model_name", "model", "model_id"):
-            value = getattr(obj, attr, None)
-            if isinstance(value, str) and value:
-                return f"langchain:{value}"
-        llm_type = getattr(obj, "_llm_type", None)
-        return f"langchain:{llm_type if isinstance(llm_type, str) else type(obj).__name__}"
-    if framework == "llamaindex":
-        name = getattr(getattr(obj, "metadata", None), "model_name", None)
-        return f"llamaindex:{name if isinstance(name, str) and name else type(obj).__name__}"
-    value = getattr(obj, "model_id", None)
-    if isinstance(value, str) and value:
+#: Parameters that change what a model replies, read from a framework model's fields and its
+#: ``_identifying_params`` / ``_get_ls_params()`` (LangChain) into its derived model id. Credentials,
+#: endpoints, timeouts and retry settings are never read.
+OUTPUT_PARAMS: tuple[str, ...] = (
+    "temperature", "top_p", "top_k", "min_p", "typical_p", "tfs_z", "mirostat", "mirostat_eta",
+    "mirostat_tau", "max_tokens", "max_completion_tokens", "max_output_tokens", "max_new_tokens",
+    "num_predict", "num_ctx", "n", "seed", "stop", "stop_sequences", "presence_penalty",
+    "frequency_penalty", "repetition_penalty", "repeat_penalty", "repeat_last_n", "logit_bias",
+    "reasoning_effort", "reasoning", "thinking", "thinking_budget", "response_format", "format",
+    "model_version", "system_prompt", "model_kwargs", "additional_kwargs",
+)  # fmt: skip
+_NAME_FIELDS = ("model_name", "model", "model_id", "deployment_name", "azure_deployment", "repo_id", "endpoint_name")
+_LS_PARAMS = {"ls_temperature": "temperature", "ls_max_tokens": "max_tokens", "ls_stop": "stop"}
+_MAX_ID_PARAMS = 160
+
+
+class ModelIdRequired(InputError):
+    """No model id was given and none can be derived from the LLM (a plain callable, a nameless model)."""
+
+
+def _plain(value: Any) -> Any:
+    """``value`` when it is JSON made of str/int/float/bool (lists, dicts), else a marker that drops it."""
+    if value is None or isinstance(value, (str, bool, int)):
         return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _DROP
+    if isinstance(value, (list, tuple)):
+        items = [_plain(v) for v in value]
+        return _DROP if any(v is _DROP for v in items) else items
+    if isinstance(value, dict):
+        out = {str(k): _plain(v) for k, v in value.items()}
+        return _DROP if any(v is _DROP for v in out.values()) else out
+    return _DROP  # SecretStr, clients, callables, enums...: not part of the id
+
+
+_DROP = object()
+
+
+def _safe_attr(obj: Any, name: str) -> Any:
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # a property that raises on a half-built model
+        return None
+
+
+def _safe_call(fn: Any) -> Any:
+    try:
+        return fn() if callable(fn) else None
+    except Exception:
+        return None
+
+
+def _output_params(obj: Any, sources: list[Any]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for source in sources:
+        if isinstance(source, dict):
+            for key, value in source.items():
+                name = _LS_PARAMS.get(key, key)
+                if name in OUTPUT_PARAMS and name not in params:
+                    params[name] = value
+    for name in OUTPUT_PARAMS:
+        if name not in params:
+            params[name] = _safe_attr(obj, name)
+    out: dict[str, Any] = {}
+    for name in sorted(params):
+        value = _plain(params[name])
+        if value is _DROP or value is None or value == {} or value == []:
+            continue
+        out[name] = value
+    return out
+
+
+def _format_id(prefix: str, name: str, params: dict[str, Any]) -> str:
+    if not params:
+        return f"{prefix}:{name}"
+    text = "&".join(
+        f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':'), ensure_ascii=False)}" for k, v in params.items()
+    )
+    if len(text) > _MAX_ID_PARAMS:
+        text = "params=" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    return f"{prefix}:{name}?{text}"
+
+
+def _langchain_model_id(obj: Any) -> str | None:
+    ls = _safe_call(_safe_attr(obj, "_get_ls_params"))
+    ls = ls if isinstance(ls, dict) else {}
+    name = ls.get("ls_model_name")
+    if not (isinstance(name, str) and name):
+        name = next((v for f in _NAME_FIELDS if isinstance(v := _safe_attr(obj, f), str) and v), None)
+    if name is None:
+        return None
+    identifying = _safe_attr(obj, "_identifying_params")
+    params = _output_params(obj, [ls, dict(identifying) if isinstance(identifying, Mapping) else None])
+    params.pop("model_name", None)
+    provider = ls.get("ls_provider")
+    if (
+        isinstance(provider, str)
+        and provider
+        and type(obj)._get_ls_params.__qualname__.split(".")[0]
+        not in (
+            "BaseChatModel",
+            "BaseLLM",
+            "BaseLanguageModel",
+        )
+    ):  # a provider the integration states, not the base class's guess from the class name
+        params = {"provider": provider, **params}
+    return _format_id("langchain", name, params)
+
+
+def _llamaindex_model_id(obj: Any) -> str | None:
+    name = _safe_attr(_safe_attr(obj, "metadata"), "model_name")
+    if not (isinstance(name, str) and name and name != "unknown"):
+        name = next((v for f in _NAME_FIELDS if isinstance(v := _safe_attr(obj, f), str) and v), None)
+    if name is None:
+        return None
+    return _format_id("llamaindex", name, _output_params(obj, []))
+
+
+def derived_model_id(obj: Any) -> str | None:
+    """The model id :func:`as_llm` derives for ``obj``, or None when it cannot derive a real one.
+
+    * LangChain chat model / LLM: ``langchain:<model name>`` (``_get_ls_params()["ls_model_name"]``, else a
+      ``model_name`` / ``model`` / ``model_id`` / ``deployment_name`` field), then ``?`` and the
+      parameters that change replies (:data:`OUTPUT_PARAMS`, from the fields, ``_identifying_params`` and
+      ``_get_ls_params()``), and the provider when the integration names it;
+    * LlamaIndex LLM: ``llamaindex:<metadata.model_name>`` plus the same parameters;
+    * a callable: its ``model_id`` attribute (a string), if it has one.
+
+    None for a plain callable, and for a framework model with no model name (e.g. a fake or custom model
+    class): then ``model_id=`` must be given. Long parameter lists are replaced by a hash.
+
+    Examples
+    --------
+    >>> derived_model_id(lambda prompt: "3") is None
+    True
+    >>> class Named:
+    ...     model_id = "house-model-v2"
+    ...     def __call__(self, prompt):
+    ...         return "3"
+    >>> derived_model_id(Named())
+    'house-model-v2'
+    """
+    if _is_langchain(obj):
+        return _langchain_model_id(obj)
+    if _is_llamaindex(obj):
+        return _llamaindex_model_id(obj)
+    value = _safe_attr(obj, "model_id")
+    return value if isinstance(value, str) and value else None
+
+
+def describe_llm(obj: Any) -> str:
+    """A name for ``obj`` in provenance (never None): its derived id, else a framework type or a qualified name.
+
+    Not a cache key: two lambdas of one module get the same name. The query generator records it; the
+    judge refuses it (see :func:`as_llm`).
+
+    Examples
+    --------
+    >>> def my_llm(prompt):
+    ...     return "x"
+    >>> describe_llm(my_llm).split(".")[-1]
+    'my_llm'
+    """
+    derived = derived_model_id(obj)
+    if derived is not None:
+        return derived
+    if _is_langchain(obj):
+        llm_type = _safe_attr(obj, "_llm_type")
+        return f"langchain:{llm_type if isinstance(llm_type, str) else type(obj).__name__}"
+    if _is_llamaindex(obj):
+        return f"llamaindex:{type(obj).__name__}"
     target = obj if inspect.isfunction(obj) or inspect.ismethod(obj) else type(obj)
     return f"callable:{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
 
 
-def as_llm(obj: Any, *, model_id: str | None = None) -> LLMClient:
+def as_llm(obj: Any, *, model_id: str | None = None, anonymous: bool = False) -> LLMClient:
     """Wrap a LangChain chat model, a LlamaIndex LLM or a callable ``f(prompt) -> str`` (sync or async).
 
     Parameters
@@ -257,9 +421,21 @@ def as_llm(obj: Any, *, model_id: str | None = None) -> LLMClient:
     obj:
         The LLM. An :class:`LLMClient` is returned as is (with ``model_id`` replaced when given).
     model_id:
-        The name recorded with every judged label and used in the cache key. Defaults to the framework's
-        model name (``langchain:gpt-4o-mini``, ``llamaindex:...``), a callable's ``model_id`` attribute,
-        or its qualified name.
+        The name recorded with every judged label and used in the judge's cache key: grades are only
+        reused for the same model id. Give the model and every setting that changes its replies
+        (``"gpt-4o-mini@temperature=0"``). Defaults to :func:`derived_model_id` -- the framework's model
+        name and output parameters (``langchain:gpt-4o-mini?temperature=0.0``), or a callable's
+        ``model_id`` attribute. A plain callable has none: its name says where it was defined, not which
+        model it calls (two lambdas of one module, two instances of a class, two ``functools.partial``
+        objects would share grades), so ``model_id`` is then required.
+    anonymous:
+        Accept an LLM without a model id: it gets a one-off id (``anonymous:<name>#<random>``), so its
+        grades are never reused by another judge or run.
+
+    Raises
+    ------
+    ModelIdRequired
+        No ``model_id``, none derivable, and ``anonymous`` is false.
 
     Examples
     --------
@@ -267,11 +443,19 @@ def as_llm(obj: Any, *, model_id: str | None = None) -> LLMClient:
     ...     return '{"grade": 2, "reason": "close"}'
     >>> as_llm(my_llm, model_id="scripted").complete("grade this").text
     '{"grade": 2, "reason": "close"}'
+    >>> as_llm(my_llm)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rankbridge.judge.llm.ModelIdRequired: model_id: a plain callable (...my_llm) does not say which model it is, ...
+    >>> as_llm(my_llm, anonymous=True).model_id.startswith("anonymous:")
+    True
     >>> as_llm(42)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     rankbridge.errors.InputError: llm: expected a LangChain chat model, ... found int
     """
+    if model_id is not None and (not isinstance(model_id, str) or not model_id.strip()):
+        raise InputError(f"model_id must be a non-empty string. Got {model_id!r} instead.")
     if isinstance(obj, LLMClient):
         return obj if model_id is None else LLMClient(obj.obj, framework=obj.framework, model_id=model_id)
     if _is_langchain(obj):
@@ -285,7 +469,24 @@ def as_llm(obj: Any, *, model_id: str | None = None) -> LLMClient:
             "llm: expected a LangChain chat model, a LlamaIndex LLM or a callable f(prompt) -> str, "
             f"found {type(obj).__name__}"
         )
-    return LLMClient(obj, framework=framework, model_id=model_id or _default_model_id(obj, framework))
+    if model_id is None:
+        model_id = derived_model_id(obj)
+    if model_id is None:
+        name = describe_llm(obj)
+        if not anonymous:
+            what = (
+                f"a plain callable ({name.removeprefix('callable:')})"
+                if framework == "callable"
+                else f"a {type(obj).__name__} with no model name ({name})"
+            )
+            raise ModelIdRequired(
+                f"model_id: {what} does not say which model it is, and grades are cached by model: two "
+                "lambdas, two instances of a class or two functools.partial objects would share them. Pass "
+                "model_id='<the model and its settings, e.g. gpt-4o-mini@temperature=0>', or anonymous=True "
+                "to judge without reusing grades across judges and runs"
+            )
+        model_id = f"anonymous:{name}#{secrets.token_hex(6)}"
+    return LLMClient(obj, framework=framework, model_id=model_id)
 
 
 def run_sync(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
