@@ -332,17 +332,18 @@ def test_failure_lists() -> None:
     f = failures(run, qrels, golden=golden, k=3, metric="mrr@3")["bm25"]
     ids = {
         name: [item.query_id for item in getattr(f, name)]
-        for name in ("zero_hit", "top1_irrelevant", "ranked_low", "mostly_unjudged", "failed")
+        for name in ("zero_hit", "top1_irrelevant", "top1_unjudged", "ranked_low", "mostly_unjudged", "failed")
     }
     assert ids == {
-        "zero_hit": ["q3", "q4", "q5", "q7", "q8"],
-        "top1_irrelevant": ["q2"],
+        "zero_hit": ["q3", "q4", "q5", "q6", "q7", "q8"],  # q6: every judged doc is 0, so nothing can be found
+        "top1_irrelevant": [],
+        "top1_unjudged": ["q2"],  # its top result 'x' has no judgment: not counted as judged irrelevant
         "ranked_low": ["q3"],
         "mostly_unjudged": ["q3", "q7"],
         "failed": ["q4", "q5", "q8"],
     }
     assert f.no_relevant == ("q6",)
-    q2 = f.top1_irrelevant[0]
+    q2 = f.top1_unjudged[0]
     assert (q2.query, q2.expected, q2.retrieved, q2.top_score, q2.first_relevant_rank) == (
         "text of q2",
         ("b",),
@@ -357,11 +358,12 @@ def test_failure_lists() -> None:
         and q3.judged_share == pytest.approx(0.0)
     )
     assert [it.error for it in f.failed] == ["empty result", "timeout after 10s", "no result"]
-    assert f.zero_hit[3].expected == ("h", "g")  # highest label first
+    assert f.zero_hit[3].query_id == "q6" and f.zero_hit[3].expected == ()
+    assert f.zero_hit[4].expected == ("h", "g")  # highest label first
     assert [it.query_id for it in f.best] == ["q1", "q2", "q3", "q4", "q5"]
     assert f.best[0].value == 1.0 and f.best[1].value == 0.5
     assert [it.query_id for it in f.worst][:2] == ["q3", "q4"] and f.worst[0].value == 0.0
-    assert f.counts()["zero_hit"] == 5
+    assert f.counts()["zero_hit"] == 6 and "q6" in [it.query_id for it in f.worst]
     text = str(f)
     assert "q2 'text of q2': first relevant at 2" in text and "timeout after 10s" in text
 
@@ -369,7 +371,7 @@ def test_failure_lists() -> None:
 def test_unsolved_across_runs_and_input_shapes() -> None:
     qrels, run, other, golden = _failure_case()
     f = failures({"bm25": run, "dense": other}, qrels, golden=golden, k=3)
-    assert [it.query_id for it in f.unsolved] == ["q4", "q5", "q7", "q8"]
+    assert [it.query_id for it in f.unsolved] == ["q4", "q5", "q6", "q7", "q8"]
     assert f["dense"].zero_hit[0].query_id == "q2"
     assert failures([run, other], golden=golden, k=3).to_dict() == f.to_dict()
     plain = {"bm25": {"q1": ["a"], "q2": ["b"]}, "dense": {"q1": ["x"]}}
@@ -384,7 +386,30 @@ def test_unsolved_across_runs_and_input_shapes() -> None:
     with pytest.raises(InputError, match="qrels"):
         failures(run)
     json.dumps(f.to_dict(), allow_nan=False)
-    assert "no run has a relevant doc in the top 3: 4" in str(f)
+    assert "no run has a relevant doc in the top 3: 5" in str(f)
+
+
+def test_top_result_judged_not_relevant_and_unjudged_are_apart() -> None:
+    qrels = Qrels({"q1": {"a": 1, "n": 0}, "q2": {"a": 1}, "q3": {"a": 2, "n": 1}})
+    run = Run.from_ranked({"q1": ["n", "a"], "q2": ["u", "a"], "q3": ["n", "a"]}, name="r")
+    f = failures(run, qrels, k=3)["r"]
+    assert [it.query_id for it in f.top1_irrelevant] == ["q1"]  # 'n' is judged 0
+    assert [it.query_id for it in f.top1_unjudged] == ["q2"]  # 'u' has no judgment
+    # q3's top result is judged relevant: no list
+    assert f.counts()["top1_irrelevant"] == 1 and f.counts()["top1_unjudged"] == 1
+
+
+def test_compare_warns_when_a_run_is_shallower_than_the_cut_off() -> None:
+    qrels = {f"q{i}": {"a": 1} for i in range(5)}
+    shallow = {f"q{i}": ["x", "a"] for i in range(5)}
+    deep = {f"q{i}": ["x", "y", "a", "z", "w", "v"] for i in range(5)}
+    cmp = compare({"shallow": shallow, "deep": deep}, qrels, ["ndcg@5", "mrr@2"])
+    (warning,) = [w for w in cmp.warnings if "returns at most" in w]
+    assert "run 'shallow' returns at most 2 results per query (the deepest run here returns 6)" in warning
+    assert "scored at ndcg@5:" in warning and "mrr@2" not in warning
+    alone = compare({"shallow": shallow}, qrels, ["ndcg@5", "precision@5"])
+    (warning,) = [w for w in alone.warnings if "returns at most" in w]
+    assert "scored at precision@5:" in warning  # on its own only precision@k is pulled down
 
 
 def test_failures_reuse_a_given_evaluation() -> None:

@@ -222,7 +222,7 @@ def test_full_report_sections(full_report: Report) -> None:
     assert r.failures and r.failures_k == 3
     bm25 = {fl.key: fl for fl in r.failures[0].lists}
     assert bm25["failed"].count == 1 and bm25["failed"].items[0].error == "timeout after 5 s"
-    q01 = next(it for it in bm25["top1_irrelevant"].items if it.query_id == "q01")
+    q01 = next(it for it in bm25["top1_unjudged"].items if it.query_id == "q01")  # q01-y has no judgment
     assert q01.top_text == f"Danger: {PAYLOAD} injected"
     assert q01.query == "How do I <b>configure</b> feature 1 & retries?"
     assert r.queries[0].run == "bm25" and len(r.queries[0].worst) == 5
@@ -270,24 +270,25 @@ def test_markdown_golden_lines(binary_report: Report) -> None:
     assert lines[2].startswith("20 questions, 3 run(s): bad, good, mixed; baseline **bad**. 95% intervals, permutation")
     assert "Generated 2024-06-01T12:00:00+00:00" in lines[2]
     # hand-checked: mixed gains 0.5 on 10 of 20 queries -> mean +0.25, sd 0.2565, d_z 0.97, t(19) interval
-    # 0.75 +- 2.093 * 0.2565 / sqrt(20) = [0.630, 0.870]; the p-values are seeded Monte Carlo (2000 resamples)
+    # 0.75 +- 2.093 * 0.2565 / sqrt(20) = [0.630, 0.870]; the p-values are seeded Monte Carlo (2000 resamples).
+    # Means at a bound get Clopper-Pearson: 20 of 20 -> [0.025 ** (1 / 20), 1] = [0.832, 1]; 0 of 20 -> [0, 0.168]
     assert (
-        "- **mrr@10 1.000** [1.000, 1.000] (good): the first relevant chunk is almost always at rank 1. "
+        "- **mrr@10 1.000** [0.832, 1.000] (good): the first relevant chunk is almost always at rank 1. "
         "+0.500 (+100%) vs bad [+0.500, +0.500], p adj 0.004: significant." in lines
     )
     assert (
-        "- **hit_rate@1 1.000** [1.000, 1.000] (good): every question (20 of 20) gets a relevant chunk in the "
-        "top 1. +1.000 vs bad [+1.000, +1.000], p adj 0.004: significant." in lines
+        "- **hit_rate@1 1.000** [0.832, 1.000] (good): every question (20 of 20) gets a relevant chunk in the "
+        "top 1. +1.000 vs bad [+0.663, +1.000], p adj 0.004: significant." in lines
     )
     table = lines[lines.index("## Strategies") + 2 :][:8]
     assert table == [
         "| metric | run | mean | CI | vs bad | CI | p | p adj | d | W/T/L |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         "| mrr@10 | bad (baseline) | 0.500 | [0.500, 0.500] |  |  |  |  |  |  |",
-        "| mrr@10 | good | 1.000 | [1.000, 1.000] | +0.500 * | [+0.500, +0.500] | <0.001 | 0.004 | - | 20/0/0 |",
+        "| mrr@10 | good | 1.000 | [0.832, 1.000] | +0.500 * | [+0.500, +0.500] | <0.001 | 0.004 | - | 20/0/0 |",
         "| mrr@10 | mixed | 0.750 | [0.630, 0.870] | +0.250 * | [+0.130, +0.370] | 0.003 | 0.006 | 0.97 | 10/10/0 |",
-        "| hit_rate@1 | bad (baseline) | 0.000 | [0.000, 0.000] |  |  |  |  |  |  |",
-        "| hit_rate@1 | good | 1.000 | [1.000, 1.000] | +1.000 * | [+1.000, +1.000] | <0.001 | 0.004 | - | 20/0/0 |",
+        "| hit_rate@1 | bad (baseline) | 0.000 | [0.000, 0.168] |  |  |  |  |  |  |",
+        "| hit_rate@1 | good | 1.000 | [0.832, 1.000] | +1.000 * | [+0.663, +1.000] | <0.001 | 0.004 | - | 20/0/0 |",
         "| hit_rate@1 | mixed | 0.500 | [0.260, 0.740] | +0.500 * | [+0.260, +0.740] | 0.003 | 0.006 | 0.97 "
         "| 10/10/0 |",
     ]

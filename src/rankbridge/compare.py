@@ -471,6 +471,34 @@ def _named_runs(runs: Mapping[str, RunLike] | Sequence[Run]) -> dict[str, RunLik
     return named
 
 
+def _depth_warnings(evaluations: Mapping[str, Evaluation], measures: Sequence[Measure]) -> list[str]:
+    """Runs that never return as many hits as a metric's cut-off: ranks they never filled count as misses."""
+    depths = {
+        name: int(ev.table.n_ret.max()) if ev.table is not None and len(ev.table.n_ret) else None
+        for name, ev in evaluations.items()
+    }
+    deepest = max((d for d in depths.values() if d is not None), default=0)
+    out = []
+    for name, depth in depths.items():
+        if depth is None:
+            continue
+        # Beside a deeper run, every cut-off past this run's depth favours the deeper one for its depth alone;
+        # on its own, only measures that divide by k (precision@k) are pulled down by ranks never filled.
+        cut = [
+            str(m)
+            for m in measures
+            if m.k is not None and m.k > depth and (deepest > depth or m.name in ("precision", "f1"))
+        ]
+        if not cut:
+            continue
+        deeper = f" (the deepest run here returns {deepest})" if deepest > depth else ""
+        out.append(
+            f"run {name!r} returns at most {depth} results per query{deeper} but is scored at {', '.join(cut)}: "
+            f"the ranks it never filled count as not relevant. Retrieve deeper (k=) or compare at a cut-off of {depth}"
+        )
+    return out
+
+
 def _check_metrics_in(ev: Evaluation, names: Sequence[str], run: str) -> None:
     missing = [m for m in names if m not in ev.values]
     if missing:
@@ -497,8 +525,10 @@ def compare(
 ) -> Comparison:
     """Compare runs on the same queries, with intervals and paired significance tests.
 
-    Every run is evaluated with ``missing="zero"`` (a query the run lacks, or failed on, scores 0), so
-    all runs have the same queries and per-query values pair up by position.
+    Every run is evaluated as :func:`~rankbridge.evaluate` does by default: a query the run lacks, or
+    failed on, scores 0, so all runs have the same queries and per-query values pair up by position. A
+    live capture is scored over the questions it saw, so it pairs only with runs over those questions
+    (otherwise an error says what to do). With a golden set, every run's doc ids are checked against it.
 
     Parameters
     ----------
@@ -567,6 +597,8 @@ def compare(
         qrels = qrels.qrels
     if qrels is None and golden is not None:
         qrels = golden.qrels
+    # a golden set judges its own questions, and its corpus ids serve evaluate's id check
+    judged_by: Any = golden if golden is not None and qrels is golden.qrels else qrels
     measures = parse_measures(metrics)
     names = tuple(str(m) for m in measures)
     if not names:
@@ -584,13 +616,15 @@ def compare(
         else:
             if qrels is None:
                 raise InputError(f"qrels: needed to evaluate run {name!r}, found None")
-            evaluations[name] = evaluate(qrels, run, measures)
+            evaluations[name] = evaluate(judged_by, run, measures)
     query_ids = evaluations[baseline].query_ids
     for name, ev in evaluations.items():
         if ev.query_ids != query_ids:
+            capture = " (a live capture is scored over the questions it saw)" if ev.missing_policy == "skip" else ""
             raise InputError(
-                f"runs[{name!r}]: evaluated over {ev.num_queries} queries, the baseline {baseline!r} over "
-                f"{len(query_ids)}; per-query values only pair up over the same queries (evaluate with missing='zero')"
+                f"runs[{name!r}]: evaluated over {ev.num_queries} queries{capture}, the baseline {baseline!r} over "
+                f"{len(query_ids)}; per-query values only pair up over the same queries (evaluate with "
+                "missing='zero' to score the missing ones 0, or compare on a golden set of the questions seen)"
             )
     n = len(query_ids)
     if n == 0:
@@ -675,6 +709,7 @@ def compare(
     small = sample_size_warning(n)
     if small:
         warnings.append(small)
+    warnings.extend(_depth_warnings(evaluations, measures))
     for name, ev in evaluations.items():
         notes = []
         if ev.failed:
@@ -1011,7 +1046,16 @@ class FailedQuery:
         )
 
 
-_LISTS = ("zero_hit", "top1_irrelevant", "ranked_low", "mostly_unjudged", "failed", "best", "worst")
+_LISTS = (
+    "zero_hit",
+    "top1_irrelevant",
+    "top1_unjudged",
+    "ranked_low",
+    "mostly_unjudged",
+    "failed",
+    "best",
+    "worst",
+)
 
 
 @dataclass(frozen=True)
@@ -1031,6 +1075,7 @@ class RunFailures:
     worst: tuple[FailedQuery, ...]
     num_queries: int
     no_relevant: tuple[str, ...] = ()
+    top1_unjudged: tuple[FailedQuery, ...] = ()
 
     def counts(self) -> dict[str, int]:
         """List name -> number of queries."""
@@ -1053,7 +1098,8 @@ class RunFailures:
     def __str__(self) -> str:
         titles = {
             "zero_hit": f"no relevant doc in the top {self.k}",
-            "top1_irrelevant": f"top result not relevant (a relevant one is in the top {self.k})",
+            "top1_irrelevant": f"top result judged not relevant (a relevant one is in the top {self.k})",
+            "top1_unjudged": f"top result unjudged (a relevant one is in the top {self.k})",
             "ranked_low": f"first relevant doc below rank {self.low_rank}",
             "mostly_unjudged": f"top {self.k} mostly unjudged (the metric cannot be trusted)",
             "failed": "retrieval failed or returned nothing",
@@ -1148,12 +1194,16 @@ def failures(
 ) -> Failures:
     """The queries a run gets wrong, each with its text, expected ids, retrieved ids and top score.
 
-    Lists (a query can be in several; only queries with a relevant doc in the qrels are listed, except
-    in ``failed``):
+    Lists (a query can be in several):
 
     * ``zero_hit`` -- no relevant doc in the top ``k`` (``first_relevant_rank`` shows if one came later).
-    * ``top1_irrelevant`` -- a relevant doc is in the top ``k`` but the first result is not relevant:
-      the cases a reranker can fix.
+      A query whose judged docs are all below ``rel`` is here too (its ``expected`` is empty): no run can
+      find a relevant doc for it, which is a failure of the golden set or the corpus to look at, not to
+      hide; it is also in ``worst`` and in ``unsolved``.
+    * ``top1_irrelevant`` -- a relevant doc is in the top ``k`` but the first result is *judged* not
+      relevant: the cases a reranker can fix.
+    * ``top1_unjudged`` -- a relevant doc is in the top ``k`` and the first result has no judgment: it
+      may be relevant (judge it) or not.
     * ``ranked_low`` -- the first relevant doc is retrieved but below rank ``low_rank`` (inside or
       beyond the top ``k``), worst first.
     * ``mostly_unjudged`` -- more than ``unjudged_share`` of the returned top ``k`` has no judgment at
@@ -1279,15 +1329,14 @@ def failures(
             first_items.setdefault(qid, item)
             if error is not None:
                 lists["failed"].append(item)
-            if not rel_set:
-                continue
             scored.append((values.get(qid, 0.0), qid, item))
             if first_rel is None or first_rel > k:
                 lists["zero_hit"].append(item)
             else:
                 solved_by_any.add(qid)
                 if first_rel > 1:
-                    lists["top1_irrelevant"].append(item)
+                    top_judged = hits[0].doc_id in judged
+                    lists["top1_irrelevant" if top_judged else "top1_unjudged"].append(item)
             if first_rel is not None and first_rel > low_rank:
                 lists["ranked_low"].append(item)
             if top and share < 1.0 - unjudged_share:
@@ -1304,13 +1353,14 @@ def failures(
             top1_irrelevant=tuple(lists["top1_irrelevant"]),
             ranked_low=tuple(lists["ranked_low"]),
             mostly_unjudged=tuple(lists["mostly_unjudged"]),
+            top1_unjudged=tuple(lists["top1_unjudged"]),
             failed=tuple(lists["failed"]),
             best=tuple(t[2] for t in best),
             worst=tuple(t[2] for t in worst),
             num_queries=len(qids),
             no_relevant=no_relevant,
         )
-    unsolved = tuple(first_items[qid] for qid in qids if relevant[qid] and qid not in solved_by_any)
+    unsolved = tuple(first_items[qid] for qid in qids if qid not in solved_by_any)
     return Failures(runs=per_run, unsolved=unsolved, k=k)
 
 

@@ -1109,13 +1109,15 @@ def _item(fq: FailedQuery, texts: Mapping[str, str]) -> QueryItem:
 _FAILURE_LABELS = {
     "zero_hit": "zero hit",
     "top1_irrelevant": "top-1 irrelevant",
+    "top1_unjudged": "top-1 unjudged",
     "ranked_low": "ranked low",
     "mostly_unjudged": "mostly unjudged",
     "failed": "failed",
 }
 _FAILURE_TITLES = {
     "zero_hit": "no relevant chunk in the top {k}",
-    "top1_irrelevant": "top result not relevant (a relevant one is in the top {k}): a reranker could fix these",
+    "top1_irrelevant": "top result judged not relevant (a relevant one is in the top {k}): a reranker could fix these",
+    "top1_unjudged": "top result unjudged (a relevant one is in the top {k}): judge it before calling it a miss",
     "ranked_low": "first relevant chunk below rank {low}",
     "mostly_unjudged": "top {k} mostly unjudged: the metric says little, judge these",
     "failed": "retrieval failed or returned nothing",
