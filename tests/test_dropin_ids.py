@@ -362,3 +362,11 @@ def test_the_run_summary_says_which_ids_were_used(golden: GoldenSet, li_index: A
     run = rb.run_retriever(li_index.as_retriever(similarity_top_k=5), golden, progress=False)
     text = str(rb.summarize(run))
     assert "doc ids: 0 of" in text and "Under id_from='ref_doc_id'" in text
+
+
+def test_evaluation_repr_is_short() -> None:
+    qrels = {f"q{i}": {"d1": 1} for i in range(5000)}
+    run = {f"q{i}": {"d1": 1.0, "d2": 0.5} for i in range(5000)}
+    ev = rb.evaluate(qrels, run, ["ndcg@10", "mrr@10", "recall@10", "P@5", "map", "hit_rate@5"])
+    text = repr(ev)
+    assert len(text) < 300 and "queries=5000" in text and "'ndcg@10': 1.0000" in text and "..." in text

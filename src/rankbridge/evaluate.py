@@ -26,7 +26,7 @@ class IdMismatchWarning(UserWarning):
 MissingPolicy = Literal["zero", "skip"]
 
 
-@dataclass
+@dataclass(repr=False)
 class Evaluation:
     """Per-query metric values and their means, with an account of which queries were counted.
 
@@ -76,6 +76,17 @@ class Evaluation:
     duplicates: int = 0
     table: HitTable | None = field(default=None, repr=False, compare=False)
     notes: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        """Counts, names and the first means: never the per-query arrays (a run may have millions of queries)."""
+        means = self.mean
+        shown = ", ".join(f"{name!r}: {value:.4f}" for name, value in list(means.items())[:5])
+        more = ", ..." if len(means) > 5 else ""
+        return (
+            f"Evaluation(run={self.run_name!r}, queries={self.num_queries}, mean={{{shown}{more}}}, "
+            f"missing={len(self.missing)}, failed={len(self.failed)}, unjudged={len(self.unjudged)}, "
+            f"no_relevant={len(self.no_relevant)}{', notes=' + str(len(self.notes)) if self.notes else ''})"
+        )
 
     @property
     def metric_names(self) -> list[str]:

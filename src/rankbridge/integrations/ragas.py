@@ -909,7 +909,7 @@ def _plan(
 
 
 # -- the result -----------------------------------------------------------------------------------
-@dataclass
+@dataclass(repr=False)
 class RagasEvaluation(Evaluation):
     """An :class:`~rankbridge.Evaluation` with RAGAS columns (``"ragas.<metric>"``) in :attr:`values`.
 
