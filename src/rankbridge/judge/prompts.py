@@ -18,7 +18,7 @@ Every prompt is built the same way, so that text inside a query or a document ca
 4. inside the data, characters that some readers take for a line break or that hide text -- U+2028, U+2029,
    U+0085, the C1 controls, zero-width and bidi controls -- are written as ``\\uXXXX`` escapes (the JSON
    still decodes to the same text), and every run of three or more hyphens is shortened to ``--``, so no
-   line of the data can start, or look like, a ``-----END DATA``  marker, whatever its token.
+   line of the data can start, or look like, a ``-----END DATA`` marker, whatever its token.
 
 The rendering is part of :attr:`Prompt.fingerprint`: when it changes, cached grades are not reused.
 
