@@ -567,6 +567,17 @@ def test_reranker_span_alone_gives_both_stages() -> None:
     assert [(h.doc_id, h.score) for h in run.hits("q1")] == [("d0", 3.0)]
     assert run.to_stage("retrieved").ranking("q1") == ["d1", "d0"]
     assert run.config["summary"]["rerankers_standalone"] == 1
+    # the same reranker called inside a retriever span: the retriever's own list is what it returned
+    outer = {
+        "context": {"trace_id": "0x01", "span_id": "0x0e"},
+        "attributes": {"openinference.span.kind": "RETRIEVER", "input.value": "What causes scurvy?",
+                       "retrieval.documents.0.document.id": "d0", "retrieval.documents.0.document.score": 3.0},
+    }  # fmt: skip
+    inner = {**rr, "parent_id": "0x0e"}
+    run = read_openinference([inner, outer], golden=GOLDEN)
+    assert [(h.doc_id, h.score) for h in run.hits("q1")] == [("d0", 3.0)] and run.stages == {}
+    summary = run.config["summary"]
+    assert (summary["records"], summary["rerankers_inside_retrievers"], summary["rerankers_standalone"]) == (1, 1, 0)
 
 
 # -- 2. LangSmith runs (LangChain's own tracer objects, the langsmith schema) == capture ----------------------------

@@ -863,8 +863,14 @@ def openinference_capture(
     # rerankers: the final list of the latest retrieval of the same trace, called from one of their ancestors
     unattached = 0
     standalone: list[_Span] = []
+    inside = 0
     for rr in sorted(rerankers, key=lambda s: (s.start if s.start is not None else math.inf, s.order)):
         owners = {a.span_id for a in _ancestors(rr, by_id)}
+        if owners & kept:
+            # called inside a retriever (a compression retriever's reranking compressor): that retriever's own
+            # documents already are the list it returned
+            inside += 1
+            continue
         candidates = [
             s
             for s in top
@@ -893,6 +899,7 @@ def openinference_capture(
         records[rr.span_id] = record
         top.append(rr)
     counts["rerankers_unattached"] = unattached
+    counts["rerankers_inside_retrievers"] = inside
     counts["rerankers_standalone"] = len(standalone)
     counts.update(doc_counts)
     ordered = [records[s.span_id] for s in sorted(top, key=_end_key)]
