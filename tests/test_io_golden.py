@@ -646,3 +646,33 @@ def test_docs_snippet_runs(index: int, forms: Path, monkeypatch: pytest.MonkeyPa
             assert len(value) >= 1 and len(value.qrels) >= 1
         elif isinstance(value, (Qrels, Run)):
             assert len(value) >= 1
+
+
+def test_classmethods_delegate_to_the_loaders(tmp_path: Path) -> None:
+    """GoldenSet / Qrels / Run read every form through one-line classmethods, equal to the io functions."""
+    import json
+
+    from rankbridge import GoldenSet, Qrels, Run
+    from rankbridge.io import golden_from_rows, read_golden
+
+    rows = [
+        {"question": "What causes scurvy?", "relevant_ids": ["d1"], "category": "health"},
+        {"question": "Why do dogs bark?", "relevant_ids": ["d2", "d3"]},
+    ]
+    path = tmp_path / "golden.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    via_function = read_golden(path)
+    for golden in (GoldenSet.read(path), GoldenSet.from_jsonl(path), GoldenSet.from_rows(rows)):
+        assert golden.texts() == via_function.texts() and golden.qrels.to_dict() == via_function.qrels.to_dict()
+    assert golden_from_rows(rows).queries[0].category == "health"
+    qa = tmp_path / "qa.json"
+    qa.write_text(
+        json.dumps({"queries": {"a": "q?"}, "corpus": {"d": "t"}, "relevant_docs": {"a": ["d"]}, "mode": "text"})
+    )
+    assert GoldenSet.from_llamaindex(qa).qrels.to_dict() == {"a": {"d": 1}}
+    ranx = pytest.importorskip("ranx")
+    qrels = Qrels({"q1": {"d1": 2}})
+    run = Run.from_scores({"q1": {"d1": 0.5, "d2": 0.1}}, name="bm25")
+    assert Qrels.from_ranx(qrels.to_ranx()).to_dict() == qrels.to_dict()
+    back = Run.from_ranx(run.to_ranx())
+    assert back.ranking("q1") == run.ranking("q1") and isinstance(run.to_ranx(), ranx.Run)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import math
 import operator
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -283,6 +284,19 @@ class Qrels(Mapping[str, Mapping[str, int]]):
         docs = [d for ds in self._data.values() for d in ds]
         labels = np.fromiter((v for ds in self._data.values() for v in ds.values()), dtype=np.int64, count=len(docs))
         return pd.DataFrame({"query_id": qids, "doc_id": docs, "relevance": labels})
+
+    @classmethod
+    def from_ranx(cls, qrels: Any, *, name: str | None = None) -> Qrels:
+        """Qrels from a ``ranx.Qrels`` (or its ``to_dict()``) (:func:`rankbridge.io.qrels_from_ranx`)."""
+        from rankbridge.io.ranx import qrels_from_ranx
+
+        return qrels_from_ranx(qrels, name=name)
+
+    def to_ranx(self) -> Any:
+        """A ``ranx.Qrels`` of these judgments (queries without judgments are left out: ranx has no place)."""
+        from rankbridge.io.ranx import to_ranx
+
+        return to_ranx(self)
 
     @classmethod
     def from_pandas(
@@ -644,6 +658,19 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         return pd.DataFrame(columns)
 
     @classmethod
+    def from_ranx(cls, run: Any, *, name: str | None = None) -> Run:
+        """A scored run from a ``ranx.Run`` (or its ``to_dict()``) (:func:`rankbridge.io.run_from_ranx`)."""
+        from rankbridge.io.ranx import run_from_ranx
+
+        return run_from_ranx(run, name=name)
+
+    def to_ranx(self) -> Any:
+        """A ``ranx.Run`` of this run (failed queries are left out: ranx has no place for them)."""
+        from rankbridge.io.ranx import to_ranx
+
+        return to_ranx(self)
+
+    @classmethod
     def from_pandas(
         cls,
         df: Any,
@@ -880,11 +907,96 @@ class GoldenSet:
         return len(self.queries)
 
     @classmethod
-    def from_beir(cls, path: str, *, split: str = "test", load_corpus: bool = True) -> GoldenSet:
-        """Read a BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``).
+    def from_beir(cls, path: str | os.PathLike[str], *, split: str = "test", load_corpus: bool = True) -> GoldenSet:
+        """Read a BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``; ``.gz`` too).
 
         Only queries that have judgments in the split are kept, as BEIR evaluates them.
         """
-        from rankbridge.io.beir import read_beir
+        from rankbridge.io.beir_gz import read_golden_beir
 
-        return read_beir(path, split=split, load_corpus=load_corpus)
+        return read_golden_beir(path, split=split, load_corpus=load_corpus)
+
+    # The readers below live in rankbridge.io (docs/data.md has the table); these delegate to them.
+    @classmethod
+    def read(cls, source: Any, **options: Any) -> GoldenSet:
+        """Read a golden set from whatever holds it: chosen by type, suffix and content.
+
+        A BEIR folder, a golden ``.jsonl`` / ``.csv`` / ``.tsv`` / ``.parquet``, a LlamaIndex QA-dataset
+        ``.json``, a RAGAS testset (with ``corpus=``), a pandas DataFrame, an HF ``Dataset``, an
+        ``ir_datasets`` dataset... (:func:`rankbridge.io.read_golden`, which documents ``options``).
+        """
+        from rankbridge.io.golden import read_golden
+
+        return read_golden(source, **options)
+
+    @classmethod
+    def from_jsonl(cls, path: str | os.PathLike[str], **options: Any) -> GoldenSet:
+        """A golden ``.jsonl`` (:func:`rankbridge.io.read_golden_jsonl`: column names guessed or given)."""
+        from rankbridge.io.tables import read_golden_jsonl
+
+        return read_golden_jsonl(path, **options)
+
+    @classmethod
+    def from_csv(cls, path: str | os.PathLike[str], **options: Any) -> GoldenSet:
+        """A golden ``.csv`` / ``.tsv`` (:func:`rankbridge.io.read_golden_csv`)."""
+        from rankbridge.io.tables import read_golden_csv
+
+        return read_golden_csv(path, **options)
+
+    @classmethod
+    def from_parquet(cls, path: str | os.PathLike[str], **options: Any) -> GoldenSet:
+        """A golden ``.parquet`` (:func:`rankbridge.io.read_golden_parquet`; needs pyarrow)."""
+        from rankbridge.io.tables import read_golden_parquet
+
+        return read_golden_parquet(path, **options)
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[Mapping[str, Any]], **options: Any) -> GoldenSet:
+        """Rows as dicts, one question each (:func:`rankbridge.io.golden_from_rows`)."""
+        from rankbridge.io.tables import golden_from_rows
+
+        return golden_from_rows(rows, **options)
+
+    @classmethod
+    def from_pandas(cls, df: Any, **options: Any) -> GoldenSet:
+        """A pandas DataFrame, one question per row (:func:`rankbridge.io.golden_from_pandas`)."""
+        from rankbridge.io.tables import golden_from_pandas
+
+        return golden_from_pandas(df, **options)
+
+    @classmethod
+    def from_hf(cls, dataset: Any, **options: Any) -> GoldenSet:
+        """An HF ``datasets.Dataset`` (or the BEIR-on-the-hub tables) (:func:`rankbridge.io.golden_from_hf`)."""
+        from rankbridge.io.tables import golden_from_hf
+
+        return golden_from_hf(dataset, **options)
+
+    @classmethod
+    def from_ir_datasets(cls, dataset: Any, **options: Any) -> GoldenSet:
+        """An ``ir_datasets`` dataset: its queries, qrels and docs (:func:`rankbridge.io.golden_from_ir_datasets`)."""
+        from rankbridge.io.ir_datasets import golden_from_ir_datasets
+
+        return golden_from_ir_datasets(dataset, **options)
+
+    @classmethod
+    def from_llamaindex(cls, source: Any, **options: Any) -> GoldenSet:
+        """A saved LlamaIndex ``EmbeddingQAFinetuneDataset`` (its ``.json`` path, or the object / dict).
+
+        Read without importing LlamaIndex (:func:`rankbridge.io.read_golden_llamaindex`).
+        """
+        from rankbridge.io.llamaindex_json import golden_from_llamaindex, read_golden_llamaindex
+
+        if isinstance(source, (str, os.PathLike)):
+            return read_golden_llamaindex(source, **options)
+        return golden_from_llamaindex(source, **options)
+
+    @classmethod
+    def from_ragas(cls, testset: Any, corpus: Any, **options: Any) -> GoldenSet:
+        """A RAGAS testset whose ``reference_contexts`` are texts, matched to ``corpus`` ids.
+
+        Exactly, then by normalised text, then fuzzily; unmatched contexts are reported, never dropped
+        (:func:`rankbridge.io.golden_from_ragas`).
+        """
+        from rankbridge.io.ragas_testset import golden_from_ragas
+
+        return golden_from_ragas(testset, corpus, **options)

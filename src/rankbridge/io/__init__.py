@@ -1,14 +1,21 @@
-"""Readers and writers: TREC qrels/run files, BEIR folders, JSON Lines.
+"""Readers and writers: TREC qrels/run files, BEIR folders, JSON Lines, and golden sets in every form.
 
 Every reader raises :class:`~rankbridge.errors.ParseError` naming the file and line of a problem;
 every writer is atomic (a failure leaves no partial file).
+
+Golden sets: ``read_golden(path_or_obj)`` picks the reader by type, suffix and content; ``read_golden_*``
+read a file, ``golden_from_*`` an object in memory (pandas, HF ``datasets``, ``ir_datasets``, LlamaIndex,
+RAGAS), ``qrels_from_ranx`` / ``run_from_ranx`` / ``to_ranx`` convert ranx objects (see docs/data.md).
+They are loaded on first use, so ``import rankbridge`` stays light.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from rankbridge.io import trec as _trec
 from rankbridge.io.beir import (
@@ -23,17 +30,84 @@ from rankbridge.io.jsonl import read_qrels_jsonl, read_run_jsonl, write_qrels_js
 from rankbridge.io.trec import read_qrels, read_run
 from rankbridge.types import Qrels, Run
 
+# name -> module, loaded on first use (the readers import pandas, datasets... only when they are called, but
+# their modules are still more than `import rankbridge` needs)
+_LAZY = {
+    "read_golden": "golden",
+    "read_golden_jsonl": "tables",
+    "read_golden_csv": "tables",
+    "read_golden_parquet": "tables",
+    "golden_from_rows": "tables",
+    "golden_from_pandas": "tables",
+    "golden_from_hf": "tables",
+    "stable_query_id": "tables",
+    "GoldenSetWarning": "tables",
+    "read_golden_beir": "beir_gz",
+    "golden_from_ir_datasets": "ir_datasets",
+    "read_golden_llamaindex": "llamaindex_json",
+    "golden_from_llamaindex": "llamaindex_json",
+    "qrels_run_from_llamaindex": "llamaindex_json",
+    "golden_from_ragas": "ragas_testset",
+    "read_golden_ragas": "ragas_testset",
+    "match_ragas_contexts": "ragas_testset",
+    "ContextMatch": "ragas_testset",
+    "MatchedContext": "ragas_testset",
+    "UnmatchedContextsWarning": "ragas_testset",
+    "ContextMatchError": "ragas_testset",
+    "qrels_from_ranx": "ranx",
+    "run_from_ranx": "ranx",
+    "to_ranx": "ranx",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rankbridge.io' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"rankbridge.io.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 __all__ = [
+    "ContextMatch",
+    "ContextMatchError",
+    "GoldenSetWarning",
+    "MatchedContext",
+    "UnmatchedContextsWarning",
+    "golden_from_hf",
+    "golden_from_ir_datasets",
+    "golden_from_llamaindex",
+    "golden_from_pandas",
+    "golden_from_ragas",
+    "golden_from_rows",
     "load_qrels",
     "load_run",
+    "match_ragas_contexts",
+    "qrels_from_ranx",
+    "qrels_run_from_llamaindex",
     "read_beir",
     "read_beir_corpus",
     "read_beir_qrels",
     "read_beir_queries",
+    "read_golden",
+    "read_golden_beir",
+    "read_golden_csv",
+    "read_golden_jsonl",
+    "read_golden_llamaindex",
+    "read_golden_parquet",
+    "read_golden_ragas",
     "read_qrels",
     "read_qrels_jsonl",
     "read_run",
     "read_run_jsonl",
+    "run_from_ranx",
+    "stable_query_id",
+    "to_ranx",
     "write_beir",
     "write_beir_qrels",
     "write_qrels",
