@@ -6,6 +6,8 @@ every writer is atomic (a failure leaves no partial file).
 Golden sets: ``read_golden(path_or_obj)`` picks the reader by type, suffix and content; ``read_golden_*``
 read a file, ``golden_from_*`` an object in memory (pandas, HF ``datasets``, ``ir_datasets``, LlamaIndex,
 RAGAS), ``qrels_from_ranx`` / ``run_from_ranx`` / ``to_ranx`` convert ranx objects (see docs/data.md).
+Traces: ``read_openinference`` (OTLP JSON, Phoenix DataFrames / Parquet, OpenTelemetry SDK spans) and
+``read_langsmith`` (exported LangSmith runs) give the retrievals an app made as a run (docs/traces.md).
 They are loaded on first use, so ``import rankbridge`` stays light.
 """
 
@@ -57,6 +59,11 @@ _LAZY = {
     "qrels_from_ranx": "ranx",
     "run_from_ranx": "ranx",
     "to_ranx": "ranx",
+    "read_openinference": "traces",
+    "read_langsmith": "traces",
+    "openinference_capture": "traces",
+    "langsmith_capture": "traces",
+    "TraceCapture": "traces",
 }
 
 
@@ -78,6 +85,7 @@ __all__ = [
     "ContextMatchError",
     "GoldenSetWarning",
     "MatchedContext",
+    "TraceCapture",
     "UnmatchedContextsWarning",
     "golden_from_hf",
     "golden_from_ir_datasets",
@@ -85,9 +93,11 @@ __all__ = [
     "golden_from_pandas",
     "golden_from_ragas",
     "golden_from_rows",
+    "langsmith_capture",
     "load_qrels",
     "load_run",
     "match_ragas_contexts",
+    "openinference_capture",
     "qrels_from_ranx",
     "qrels_run_from_llamaindex",
     "read_beir",
@@ -101,6 +111,8 @@ __all__ = [
     "read_golden_llamaindex",
     "read_golden_parquet",
     "read_golden_ragas",
+    "read_langsmith",
+    "read_openinference",
     "read_qrels",
     "read_qrels_jsonl",
     "read_run",
