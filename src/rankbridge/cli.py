@@ -21,7 +21,7 @@ from typing import Any
 
 from rankbridge import __version__
 from rankbridge._cli_common import add_run_arguments, split_metric_args, unique_run_names
-from rankbridge.errors import MetricError, RankbridgeError
+from rankbridge.errors import MetricError, RankbridgeError, StoreLockedError
 from rankbridge.evaluate import Evaluation, IdMismatchWarning, evaluate
 from rankbridge.io import load_qrels, load_run
 from rankbridge.metrics.measures import MEASURES, Measure, parse_measure, parse_measures
@@ -281,6 +281,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
+    except StoreLockedError as exc:  # another process is writing the history: try again (EX_TEMPFAIL)
+        print(f"rankbridge: error: {exc}", file=sys.stderr)
+        return 75
     except RankbridgeError as exc:
         print(f"rankbridge: error: {exc}", file=sys.stderr)
         return 2

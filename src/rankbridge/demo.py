@@ -244,7 +244,7 @@ def run_demo(
     with RunStore(result.store_path) as store:
         for name, run in runs.items():
             result.record_ids[name] = store.save(
-                comparison.evaluations[name], run=run, name=name, config={"k": k, "golden": golden.name}
+                comparison.evaluations[name], run=run, name=name, config={"k": k, "golden": golden.name}, qrels=golden
             )
     log("building the report...")
     result.report_path = _write_report(result, outdir)

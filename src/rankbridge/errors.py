@@ -9,7 +9,9 @@ The hierarchy::
     │   └── IdMismatchError         a run's doc ids are not the ids the golden set judges
     ├── MissingExtraError (ImportError)   an optional framework is not installed
     ├── RetrievalError              a retriever failed (raised by adapters and the runner)
-    └── CheckpointError (OSError)   a run's checkpoint could not be written; carries the run so far
+    ├── CheckpointError (OSError)   a run's checkpoint could not be written; carries the run so far
+    └── StoreError                  a run history file that cannot be used now (read-only, full, damaged)
+        └── StoreLockedError        another process holds the history's write lock
 
 Every message says what was expected, what was found, and where.
 """
@@ -25,6 +27,8 @@ __all__ = [
     "ParseError",
     "RankbridgeError",
     "RetrievalError",
+    "StoreError",
+    "StoreLockedError",
 ]
 
 
@@ -110,3 +114,31 @@ class CheckpointError(RankbridgeError, OSError):
     def __init__(self, message: str, *, run: object = None):
         self.run = run
         super().__init__(message)
+
+
+class StoreError(RankbridgeError):
+    """A run history file that cannot be used now (locked by another process, read-only, full, damaged).
+
+    Bad input (a file that is not a history, a record that does not exist) is an
+    :class:`InputError` instead. ``path`` is the file.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the history's write lock and did not release it within ``timeout`` seconds.
+
+    The command line exits with code 75 ("try again", ``EX_TEMPFAIL``) on it.
+    """
+
+    def __init__(self, path: str, *, timeout: float, doing: str) -> None:
+        super().__init__(
+            f"{path}: the run history is locked: another process is writing to it, and it did not finish "
+            f"within {timeout:g} s (while trying to {doing}). Try again when it is done, or wait longer "
+            "(RunStore(..., timeout=SECONDS), rankbridge history --lock-timeout SECONDS)",
+            path=path,
+        )
+        self.timeout = timeout

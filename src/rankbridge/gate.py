@@ -593,7 +593,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         if args.save and passed:
             if store is None:
                 store = RunStore(args.store)
-            saved = store.save(ev, run=run, name=args.save, qrels_name=qrels.name)
+            saved = store.save(ev, run=run, name=args.save, qrels=qrels)
     finally:
         if store is not None:
             store.close()

@@ -158,7 +158,8 @@ class RankbridgeGate:
                 ev = evaluate(_qrels_of(qrels), run, [canonical], missing="zero")  # type: ignore[arg-type]
             else:
                 ev = run
-            record = store.save(ev, run=run if isinstance(run, Run) else None, name=baseline)
+            judged = _qrels_of(qrels) if qrels is not None else None
+            record = store.save(ev, run=run if isinstance(run, Run) else None, name=baseline, qrels=judged)
             update = BaselineUpdate(baseline, canonical, ev.mean[canonical], ev.num_queries, record)
             self.results.append(str(update))
             return update

@@ -88,7 +88,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from rankbridge.errors import InputError, MetricError, RankbridgeError
+from rankbridge.errors import InputError, MetricError, RankbridgeError, StoreError, StoreLockedError
 from rankbridge.fingerprint import qrels_fingerprint, query_set_fingerprint, short_fingerprint
 from rankbridge.metrics.measures import METRIC_DEFINITIONS_VERSION as _METRIC_DEFINITIONS_VERSION
 
@@ -190,34 +190,6 @@ _RECORD_COLUMNS = (
     "missing_policy, num_queries, num_missing, num_failed, num_unjudged, num_no_relevant, duplicates, "
     "latency_mean, latency_p95, qrels_fingerprint, query_set_fingerprint"
 )
-
-
-class StoreError(RankbridgeError):
-    """A run history file that cannot be used now (locked by another process, read-only, full, damaged).
-
-    Bad input (a file that is not a history, a record that does not exist) is an
-    :class:`~rankbridge.errors.InputError` instead. ``path`` is the file.
-    """
-
-    def __init__(self, message: str, *, path: str) -> None:
-        super().__init__(message)
-        self.path = path
-
-
-class StoreLockedError(StoreError):
-    """Another process holds the history's write lock and did not release it within ``timeout`` seconds.
-
-    ``rankbridge history`` exits with code 75 (:data:`EXIT_LOCKED`, "try again") on it.
-    """
-
-    def __init__(self, path: str, *, timeout: float, doing: str) -> None:
-        super().__init__(
-            f"{path}: the run history is locked: another process is writing to it, and it did not finish "
-            f"within {timeout:g} s (while trying to {doing}). Try again when it is done, or wait longer "
-            "(RunStore(..., timeout=SECONDS), rankbridge history --lock-timeout SECONDS)",
-            path=path,
-        )
-        self.timeout = timeout
 
 
 class TrendSplitWarning(UserWarning):
