@@ -3,16 +3,65 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["add_run_arguments", "add_test_arguments", "split_metric_args", "unique_run_names"]
+if TYPE_CHECKING:
+    from rankbridge.types import GoldenSet, Qrels
+
+__all__ = ["add_run_arguments", "add_test_arguments", "load_judgments", "split_metric_args", "unique_run_names"]
+
+JUDGMENTS_HELP = (
+    "relevance judgments: qrels (TREC, BEIR .tsv, qrels .jsonl) or a golden set (BEIR folder, golden "
+    ".jsonl/.csv/.parquet, LlamaIndex qa .json); a golden set's corpus ids also check the runs' doc ids"
+)
+
+
+def _first_json_object(path: Path) -> dict[str, object] | None:
+    from rankbridge.io._open import open_text
+
+    with open_text(path) as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    return None
+                return obj if isinstance(obj, dict) else None
+    return None
+
+
+def load_judgments(path: str | os.PathLike[str]) -> tuple[Qrels, GoldenSet | None]:
+    """Qrels from a qrels file, or a golden set (and its qrels) from anything :func:`read_golden` reads.
+
+    A folder, ``.json``, ``.csv`` and ``.parquet`` are golden sets; a ``.jsonl`` is qrels when its first
+    object has a ``doc_id`` (rankbridge's qrels JSON Lines), else a golden set; anything else (TREC, BEIR
+    ``.tsv``) is qrels.
+    """
+    from rankbridge.io import load_qrels, read_golden
+
+    p = Path(path)
+    name = p.name.lower().removesuffix(".gz")
+    suffix = Path(name).suffix
+    golden = None
+    if p.is_dir() or suffix in (".json", ".csv", ".parquet"):
+        golden = read_golden(p)
+    elif suffix == ".jsonl" and p.is_file():
+        first = _first_json_object(p)
+        if first is not None and "doc_id" not in first:
+            golden = read_golden(p)
+    if golden is not None:
+        return golden.qrels, golden
+    return load_qrels(p), None
 
 
 def add_run_arguments(p: argparse.ArgumentParser, default_metrics: Sequence[str], *, baseline: bool = True) -> None:
     """``qrels``, ``run...``, ``-m/--metric`` and (unless ``baseline=False``) ``--baseline``, as ``evaluate``,
     ``compare`` and ``report`` read them."""
-    p.add_argument("qrels", help="relevance judgments file (TREC, BEIR .tsv or .jsonl)")
+    p.add_argument("qrels", help=JUDGMENTS_HELP)
     p.add_argument("run", nargs="+", help="run files (TREC or .jsonl); named by their run tag, else file name")
     p.add_argument(
         "-m",

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from rankbridge import __version__
-from rankbridge._cli_common import add_run_arguments, split_metric_args, unique_run_names
+from rankbridge._cli_common import add_run_arguments, load_judgments, split_metric_args, unique_run_names
 from rankbridge.errors import MetricError, RankbridgeError, StoreLockedError
 from rankbridge.evaluate import Evaluation, IdMismatchWarning, evaluate
-from rankbridge.io import load_qrels, load_run
+from rankbridge.io import load_run
 from rankbridge.metrics.measures import MEASURES, Measure, parse_measure, parse_measures
 
 __all__ = ["main"]
@@ -149,15 +149,16 @@ def _print_table(evs: Sequence[Evaluation], per_query: bool, title: str) -> None
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     metrics = parse_measures(split_metric_args(args.metric, DEFAULT_METRICS))
-    qrels = load_qrels(args.qrels)
+    qrels, golden = load_judgments(args.qrels)
     runs = [load_run(path, duplicates=args.duplicates) for path in args.run]
     for run, name in zip(runs, unique_run_names([r.name for r in runs], args.run), strict=True):
         run.name = name  # two files with the same run tag stay apart in the output
     with warnings.catch_warnings():
         # an id mismatch is in each evaluation's notes: said once below, not as a Python warning too
         warnings.simplefilter("ignore", IdMismatchWarning)
+        judged = golden if golden is not None else qrels
         evs = [
-            evaluate(qrels, run, metrics, missing=args.missing, single_precision=args.single_precision) for run in runs
+            evaluate(judged, run, metrics, missing=args.missing, single_precision=args.single_precision) for run in runs
         ]
     if args.format != "table":  # the table prints each evaluation's summary, notes included
         for note in (n for ev in evs for n in ev.notes):
@@ -261,7 +262,12 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  rankbridge demo\n  rankbridge demo --beir ../shared/data/scifact --out scifact-demo",
     )
-    de.add_argument("--beir", help="a BEIR folder to use instead of the shipped golden set")
+    de.add_argument(
+        "--golden",
+        "--beir",
+        dest="beir",
+        help="a golden set to use instead of the shipped one: a BEIR folder, golden .jsonl/.csv/.parquet, ...",
+    )
     de.add_argument("--split", default="test", help="qrels split of the BEIR folder (default: test)")
     de.add_argument("--out", default="rankbridge-demo", help="output folder (default: rankbridge-demo)")
     de.add_argument("-k", type=int, default=10, help="hits per query (default: 10)")

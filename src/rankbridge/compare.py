@@ -1422,15 +1422,16 @@ def _print_rich(cmp: Comparison) -> bool:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from rankbridge.io import load_qrels, load_run
+    from rankbridge._cli_common import load_judgments
+    from rankbridge.io import load_run
 
     metrics = parse_measures(split_metric_args(args.metric, DEFAULT_COMPARE_METRICS))
-    qrels = load_qrels(args.qrels)
+    qrels, golden = load_judgments(args.qrels)
     loaded = [load_run(p) for p in args.run]
     named = dict(zip(unique_run_names([r.name for r in loaded], args.run), loaded, strict=True))
     result = compare(
         named,
-        qrels,
+        golden if golden is not None else qrels,
         metrics,
         baseline=args.baseline,
         test=args.test,

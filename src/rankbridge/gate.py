@@ -539,18 +539,19 @@ def _split(values: Sequence[str] | None) -> list[str]:
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
-    from rankbridge.io import load_qrels, load_run
+    from rankbridge._cli_common import load_judgments
+    from rankbridge.io import load_run
     from rankbridge.store import RunStore
 
     metrics = _split(args.metric)
     if not metrics:
         raise InputError("gate: name the metric to gate on with -m, e.g. -m ndcg@10")
     canonical = [str(parse_measure(m)) for m in metrics]
-    qrels = load_qrels(args.qrels)
+    qrels, golden = load_judgments(args.qrels)
     run = load_run(args.run)
     if args.name:
         run.name = args.name
-    ev = evaluate(qrels, run, canonical, missing="zero")
+    ev = evaluate(golden if golden is not None else qrels, run, canonical, missing="zero")
 
     baseline: Any = None
     store: RunStore | None = None
@@ -654,7 +655,9 @@ def add_cli(subparsers: Any) -> None:
     )
     p.add_argument("run", help="the candidate run file (TREC or .jsonl)")
     p.add_argument("--baseline", required=True, help="a run file, or the name of a record in --store")
-    p.add_argument("--qrels", required=True, help="relevance judgments (TREC, BEIR .tsv or .jsonl)")
+    from rankbridge._cli_common import JUDGMENTS_HELP
+
+    p.add_argument("--qrels", required=True, help=JUDGMENTS_HELP)
     p.add_argument(
         "-m", "--metric", action="append", help="metric to gate on, e.g. ndcg@10 (repeatable: every one must pass)"
     )

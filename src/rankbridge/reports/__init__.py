@@ -91,9 +91,10 @@ def _trend_from_store(path: str, metrics: Sequence[str], names: Sequence[str]) -
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from rankbridge._cli_common import load_judgments
     from rankbridge.compare import compare
     from rankbridge.errors import InputError
-    from rankbridge.io import load_qrels, load_run
+    from rankbridge.io import load_run
     from rankbridge.metrics.measures import parse_measures
     from rankbridge.types import GoldenSet
 
@@ -101,8 +102,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if fmt is None:
         fmt = _SUFFIX_FORMATS.get(Path(args.output).suffix.lower(), "terminal") if args.output else "terminal"
     metrics = [str(m) for m in parse_measures(split_metric_args(args.metric, DEFAULT_REPORT_METRICS))]
-    qrels = load_qrels(args.qrels)
-    golden = GoldenSet.from_beir(args.golden, split=args.split) if args.golden else None
+    qrels, judged_golden = load_judgments(args.qrels)
+    golden = GoldenSet.from_beir(args.golden, split=args.split) if args.golden else judged_golden
     loaded = [load_run(p) for p in args.run]
     runs = dict(zip(unique_run_names([r.name for r in loaded], args.run), loaded, strict=True))
     if golden is not None:
