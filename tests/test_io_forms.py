@@ -505,3 +505,17 @@ def test_dataframe_methods_without_pandas_name_the_extra(monkeypatch: pytest.Mon
     for call in (Run().to_pandas, Qrels().to_pandas, lambda: Run.from_pandas(FRAME), lambda: Qrels.from_pandas(FRAME)):
         with pytest.raises(MissingExtraError, match=r"needs the 'pandas' package.*pip install 'rankbridge\[pandas\]'"):
             call()
+
+
+def test_judgment_reprs_are_short() -> None:
+    from rankbridge.judge.grading import JudgedQrels, Judgments, JudgeReport
+
+    labels = {(f"q{i}", f"d{j}"): None for i in range(300) for j in range(10)}
+    judged = JudgedQrels(
+        Qrels({f"q{i}": {f"d{j}": 1 for j in range(10)} for i in range(300)}),
+        {pair: "llm" for pair in labels},
+        {"llm": {"model": "m"}},
+    )
+    assert len(repr(judged)) < 300 and "judgments=3000" in repr(judged) and "llm=3000" in repr(judged)
+    grades = Judgments(labels, JudgeReport.__new__(JudgeReport), "m", "relevance/v1", "k")  # type: ignore[arg-type]
+    assert len(repr(grades)) < 300 and "labels=3000" in repr(grades)

@@ -635,7 +635,7 @@ class JudgeReport:
         return f"{text} {self.usage}."
 
 
-@dataclass
+@dataclass(repr=False)
 class Judgments:
     """The grades of one judging batch, with its report.
 
@@ -656,6 +656,10 @@ class Judgments:
     model: str
     prompt: str
     prompt_key: str
+
+    def __repr__(self) -> str:
+        queries = len({qid for qid, _ in self.labels})
+        return f"Judgments(name={self.name!r}, queries={queries}, labels={len(self.labels)})"
 
     @property
     def name(self) -> str:
@@ -707,7 +711,7 @@ class Judgments:
         ]
 
 
-@dataclass
+@dataclass(repr=False)
 class JudgedQrels:
     """Qrels with the source of every label: ``"human"`` or ``"llm"``.
 
@@ -734,6 +738,13 @@ class JudgedQrels:
         for s in self.sources.values():
             out[s] = out.get(s, 0) + 1
         return out
+
+    def __repr__(self) -> str:
+        counts = self.counts()
+        return (
+            f"JudgedQrels(name={self.qrels.name!r}, queries={len(self.qrels)}, judgments={len(self.sources)}, "
+            f"human={counts.get('human', 0)}, llm={counts.get('llm', 0)})"
+        )
 
 
 LabelMap = Mapping[int, int] | Any  # a mapping or a callable int -> int
