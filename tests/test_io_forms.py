@@ -508,7 +508,7 @@ def test_dataframe_methods_without_pandas_name_the_extra(monkeypatch: pytest.Mon
 
 
 def test_judgment_reprs_are_short() -> None:
-    from rankbridge.judge.grading import JudgedQrels, Judgments, JudgeReport
+    from rankbridge.judge.grading import JudgedQrels, JudgeReport, Judgments
 
     labels = {(f"q{i}", f"d{j}"): None for i in range(300) for j in range(10)}
     judged = JudgedQrels(
