@@ -370,3 +370,19 @@ def test_evaluation_repr_is_short() -> None:
     ev = rb.evaluate(qrels, run, ["ndcg@10", "mrr@10", "recall@10", "P@5", "map", "hit_rate@5"])
     text = repr(ev)
     assert len(text) < 300 and "queries=5000" in text and "'ndcg@10': 1.0000" in text and "..." in text
+
+
+def test_a_doc_map_is_checked_on_the_mapped_ids_not_switched() -> None:
+    golden = GoldenSet(
+        [Query(f"q{i}", f"question {i}") for i in range(8)],
+        Qrels({f"q{i}": {f"doc-{i}": 1} for i in range(8)}),
+        corpus={f"doc-{i}": {"text": ""} for i in range(8)},
+    )
+
+    def search(query: str, k: int) -> list[dict[str, Any]]:
+        i = int(query.split()[1])
+        return [{"id": f"chunk-{i}-a", "ref_doc_id": "other"}, {"id": f"chunk-{i}-b", "ref_doc_id": "other"}]
+
+    doc_map = {f"chunk-{i}-{s}": f"doc-{i}" for i in range(8) for s in "ab"}
+    run = rb.run_retriever(search, golden, doc_map=doc_map, progress=False)
+    assert run.ranking("q3") == ["doc-3"] and "id_resolution" not in run.config  # doc_map kept, not ref_doc_id
