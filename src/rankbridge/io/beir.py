@@ -1,7 +1,9 @@
 """BEIR folders: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``.
 
 The qrels TSV has a header line (``query-id corpus-id score``) and tab-separated rows; CRLF line endings
-are accepted. Documents keep ``title``, ``text``, ``metadata`` and any other field. Queries may carry,
+and a UTF-8 byte-order mark are accepted; ids must not be empty and scores are ASCII integers that fit in
+64 bits. Ids (``_id``) are non-empty strings or integers and ``text`` is a string (``title`` may be null).
+Documents keep ``title``, ``text``, ``metadata`` and any other field. Queries may carry,
 beside BEIR's ``_id``, ``text`` and ``metadata``, a ``category``, a ``reference`` answer and
 ``reference_context_ids`` (top level, or the first two in ``metadata``).
 
@@ -13,12 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from rankbridge.errors import InputError, ParseError
 from rankbridge.io._atomic import atomic_dir, atomic_write
+from rankbridge.io._open import ENCODING, clip, decode_error, label_problem, parse_label
 from rankbridge.io.jsonl import _json_default, iter_jsonl
 from rankbridge.types import GoldenSet, Qrels, Query, _check_id
 
@@ -32,15 +35,11 @@ __all__ = [
 ]
 
 
-def read_beir_qrels(path: str | os.PathLike[str]) -> Qrels:
-    """Read a BEIR ``qrels/<split>.tsv`` file."""
-    src = str(path)
+def _qrels_rows(fh: Iterable[str], src: str, path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
+    """The judgments of a BEIR qrels TSV opened as ``fh`` (shared by the plain and the ``.gz`` reader)."""
     data: dict[str, dict[str, int]] = {}
+    labels: dict[str, int] = {}  # label text -> label: a file holds a handful of distinct labels
     try:
-        fh = open(path, encoding="utf-8", newline=None)
-    except OSError as exc:
-        raise ParseError(f"cannot open file: {exc.strerror}", source=src) from None
-    with fh:
         for lineno, line in enumerate(fh, 1):
             fields = line.rstrip("\r\n").split("\t")
             if not line.strip():
@@ -49,22 +48,110 @@ def read_beir_qrels(path: str | os.PathLike[str]) -> Qrels:
                 continue
             if len(fields) != 3:
                 raise ParseError(
-                    f"expected 3 tab-separated columns 'query-id corpus-id score', found {len(fields)}",
+                    f"expected 3 tab-separated columns 'query-id corpus-id score', found {len(fields)}: "
+                    f"{clip(line.rstrip())}",
                     source=src,
                     line=lineno,
                 )
             qid, doc, label_text = (f.strip() for f in fields)
-            try:
-                label = int(label_text)
-            except ValueError:
-                raise ParseError(f"expected an integer score, found {label_text!r}", source=src, line=lineno) from None
+            if not qid or not doc:
+                missing = "query id" if not qid else "corpus id"
+                raise ParseError(
+                    f"expected a {missing}, found an empty column: {clip(line.rstrip())}",
+                    source=src,
+                    line=lineno,
+                )
+            label = labels.get(label_text)
+            if label is None:
+                label = parse_label(label_text)
+                if label is None:
+                    problem = label_problem(label_text).replace("relevance label", "score")
+                    raise ParseError(problem, source=src, line=lineno)
+                labels[label_text] = label
             old = data.setdefault(qid, {}).get(doc)
             if old is not None and old != label:
-                raise ParseError(f"doc {doc!r} of query {qid!r} judged both {old} and {label}", source=src, line=lineno)
+                raise ParseError(
+                    f"doc {clip(doc)} of query {clip(qid)} judged both {old} and {label}", source=src, line=lineno
+                )
             data[qid][doc] = label
+    except UnicodeDecodeError as exc:
+        raise decode_error(path, exc) from None
     if not data:
         raise ParseError("no judgments found", source=src)
+    return data
+
+
+def read_beir_qrels(path: str | os.PathLike[str]) -> Qrels:
+    """Read a BEIR ``qrels/<split>.tsv`` file."""
+    src = str(path)
+    try:
+        fh = open(path, encoding=ENCODING, newline=None)
+    except OSError as exc:
+        raise ParseError(f"cannot open file: {exc.strerror}", source=src) from None
+    with fh:
+        data = _qrels_rows(fh, src, path)
     return Qrels._trusted(data, name=Path(path).stem)
+
+
+def _entry_id(obj: Mapping[str, Any], what: str, src: str, lineno: int) -> str:
+    """``obj["_id"]``, a non-empty string or an integer."""
+    if "_id" not in obj or "text" not in obj:
+        found = clip(", ".join(obj) or "none")
+        raise ParseError(f"expected fields '_id' and 'text' (found fields: {found})", source=src, line=lineno)
+    value = obj["_id"]
+    if type(value) is str and value.strip():
+        return value
+    if type(value) is int:
+        return str(value)
+    raise ParseError(f"'_id': expected a {what} (a non-empty string), found {clip(value)}", source=src, line=lineno)
+
+
+def _text(obj: Mapping[str, Any], key: str, src: str, lineno: int, *, optional: bool = False) -> str:
+    value = obj.get(key)
+    if type(value) is str:
+        return value
+    if value is None and optional:
+        return ""
+    raise ParseError(
+        f"{key!r}: expected a string, found {'null' if value is None else type(value).__name__ + ' ' + clip(value)}",
+        source=src,
+        line=lineno,
+    )
+
+
+def query_from_json(obj: Mapping[str, Any], src: str, lineno: int) -> Query:
+    """A :class:`~rankbridge.Query` from one ``queries.jsonl`` object (see the module docstring)."""
+    qid = _entry_id(obj, "query id", src, lineno)
+    text = _text(obj, "text", src, lineno)
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, dict):
+        meta = {}
+    # optional extras beside BEIR's fields: a category and a reference answer, top level or in metadata
+    category = obj.get("category", meta.get("category"))
+    reference = obj.get("reference", meta.get("reference", meta.get("answer")))
+    context_ids = obj.get("reference_context_ids") or []
+    if not isinstance(context_ids, list) or not all((type(c) is str and c) or (type(c) is int) for c in context_ids):
+        raise ParseError(
+            f"'reference_context_ids' must be a list of ids, found {clip(context_ids)}", source=src, line=lineno
+        )
+    return Query(
+        qid,
+        text,
+        category=None if category is None else str(category),
+        reference=None if reference is None else str(reference),
+        reference_context_ids=tuple(str(c) for c in context_ids),
+        metadata=meta,
+    )
+
+
+def doc_from_json(obj: Mapping[str, Any], src: str, lineno: int) -> tuple[str, dict[str, Any]]:
+    """``(doc id, {"title", "text", "metadata", ...})`` from one ``corpus.jsonl`` object."""
+    doc = _entry_id(obj, "doc id", src, lineno)
+    text = _text(obj, "text", src, lineno)
+    title = _text(obj, "title", src, lineno, optional=True)
+    meta = obj.get("metadata") or {}
+    extra = {k: v for k, v in obj.items() if k not in ("_id", "title", "text", "metadata")}
+    return doc, {"title": title, "text": text, "metadata": meta, **extra}
 
 
 def read_beir_queries(path: str | os.PathLike[str]) -> dict[str, Query]:
@@ -72,30 +159,10 @@ def read_beir_queries(path: str | os.PathLike[str]) -> dict[str, Query]:
     src = str(path)
     out: dict[str, Query] = {}
     for lineno, obj in iter_jsonl(path):
-        if "_id" not in obj or "text" not in obj:
-            raise ParseError("expected fields '_id' and 'text'", source=src, line=lineno)
-        qid = str(obj["_id"])
-        if qid in out:
-            raise ParseError(f"query id {qid!r} appears twice", source=src, line=lineno)
-        meta = obj.get("metadata") or {}
-        if not isinstance(meta, dict):
-            meta = {}
-        # optional extras beside BEIR's fields: a category and a reference answer, top level or in metadata
-        category = obj.get("category", meta.get("category"))
-        reference = obj.get("reference", meta.get("reference", meta.get("answer")))
-        context_ids = obj.get("reference_context_ids") or []
-        if not isinstance(context_ids, list) or not all(isinstance(c, (str, int)) for c in context_ids):
-            raise ParseError(
-                f"'reference_context_ids' must be a list of ids, found {context_ids!r}", source=src, line=lineno
-            )
-        out[qid] = Query(
-            qid,
-            str(obj["text"]),
-            category=None if category is None else str(category),
-            reference=None if reference is None else str(reference),
-            reference_context_ids=tuple(str(c) for c in context_ids),
-            metadata=meta,
-        )
+        query = query_from_json(obj, src, lineno)
+        if query.id in out:
+            raise ParseError(f"query id {clip(query.id)} appears twice", source=src, line=lineno)
+        out[query.id] = query
     return out
 
 
@@ -104,14 +171,10 @@ def read_beir_corpus(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     src = str(path)
     out: dict[str, dict[str, Any]] = {}
     for lineno, obj in iter_jsonl(path):
-        if "_id" not in obj or "text" not in obj:
-            raise ParseError("expected fields '_id' and 'text'", source=src, line=lineno)
-        doc = str(obj["_id"])
+        doc, entry = doc_from_json(obj, src, lineno)
         if doc in out:
-            raise ParseError(f"doc id {doc!r} appears twice", source=src, line=lineno)
-        extra = {k: v for k, v in obj.items() if k not in ("_id", "title", "text", "metadata")}
-        title, meta = obj.get("title") or "", obj.get("metadata") or {}
-        out[doc] = {"title": title, "text": obj["text"], "metadata": meta, **extra}
+            raise ParseError(f"doc id {clip(doc)} appears twice", source=src, line=lineno)
+        out[doc] = entry
     return out
 
 

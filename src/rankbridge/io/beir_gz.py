@@ -22,11 +22,13 @@ Examples
 from __future__ import annotations
 
 import os
+import zlib
 from pathlib import Path
 from typing import Any
 
 from rankbridge.errors import ParseError
-from rankbridge.io._open import iter_jsonl_any, open_text
+from rankbridge.io._open import clip, iter_jsonl_any, open_text
+from rankbridge.io.beir import _qrels_rows, doc_from_json, query_from_json
 from rankbridge.types import GoldenSet, Qrels, Query
 
 __all__ = ["find_beir_file", "is_beir_folder", "read_golden_beir"]
@@ -47,32 +49,11 @@ def is_beir_folder(path: str | os.PathLike[str]) -> bool:
 
 
 def _qrels(path: Path) -> Qrels:
-    src = str(path)
-    data: dict[str, dict[str, int]] = {}
     with open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            fields = line.rstrip("\r\n").split("\t")
-            if not line.strip():
-                continue
-            if lineno == 1 and fields[0].strip().lower() in ("query-id", "query_id", "qid"):
-                continue
-            if len(fields) != 3:
-                raise ParseError(
-                    f"expected 3 tab-separated columns 'query-id corpus-id score', found {len(fields)}",
-                    source=src,
-                    line=lineno,
-                )
-            qid, doc, label_text = (f.strip() for f in fields)
-            try:
-                label = int(label_text)
-            except ValueError:
-                raise ParseError(f"expected an integer score, found {label_text!r}", source=src, line=lineno) from None
-            old = data.setdefault(qid, {}).get(doc)
-            if old is not None and old != label:
-                raise ParseError(f"doc {doc!r} of query {qid!r} judged both {old} and {label}", source=src, line=lineno)
-            data[qid][doc] = label
-    if not data:
-        raise ParseError("no judgments found", source=src)
+        try:
+            data = _qrels_rows(fh, str(path), path)
+        except (OSError, EOFError, zlib.error) as exc:  # a truncated or non-gzip .gz
+            raise ParseError(f"cannot read file: {exc}", source=str(path)) from None
     return Qrels._trusted(data)
 
 
@@ -80,29 +61,10 @@ def _queries(path: Path) -> dict[str, Query]:
     src = str(path)
     out: dict[str, Query] = {}
     for lineno, obj in iter_jsonl_any(path):
-        if "_id" not in obj or "text" not in obj:
-            raise ParseError("expected fields '_id' and 'text'", source=src, line=lineno)
-        qid = str(obj["_id"])
-        if qid in out:
-            raise ParseError(f"query id {qid!r} appears twice", source=src, line=lineno)
-        meta = obj.get("metadata") or {}
-        if not isinstance(meta, dict):
-            meta = {}
-        category = obj.get("category", meta.get("category"))
-        reference = obj.get("reference", meta.get("reference", meta.get("answer")))
-        context_ids = obj.get("reference_context_ids") or []
-        if not isinstance(context_ids, list) or not all(isinstance(c, (str, int)) for c in context_ids):
-            raise ParseError(
-                f"'reference_context_ids' must be a list of ids, found {context_ids!r}", source=src, line=lineno
-            )
-        out[qid] = Query(
-            qid,
-            str(obj["text"]),
-            category=None if category is None else str(category),
-            reference=None if reference is None else str(reference),
-            reference_context_ids=tuple(str(c) for c in context_ids),
-            metadata=meta,
-        )
+        query = query_from_json(obj, src, lineno)
+        if query.id in out:
+            raise ParseError(f"query id {clip(query.id)} appears twice", source=src, line=lineno)
+        out[query.id] = query
     return out
 
 
@@ -110,14 +72,10 @@ def _corpus(path: Path) -> dict[str, dict[str, Any]]:
     src = str(path)
     out: dict[str, dict[str, Any]] = {}
     for lineno, obj in iter_jsonl_any(path):
-        if "_id" not in obj or "text" not in obj:
-            raise ParseError("expected fields '_id' and 'text'", source=src, line=lineno)
-        doc = str(obj["_id"])
+        doc, entry = doc_from_json(obj, src, lineno)
         if doc in out:
-            raise ParseError(f"doc id {doc!r} appears twice", source=src, line=lineno)
-        extra = {k: v for k, v in obj.items() if k not in ("_id", "title", "text", "metadata")}
-        title, meta = obj.get("title") or "", obj.get("metadata") or {}
-        out[doc] = {"title": title, "text": obj["text"], "metadata": meta, **extra}
+            raise ParseError(f"doc id {clip(doc)} appears twice", source=src, line=lineno)
+        out[doc] = entry
     return out
 
 

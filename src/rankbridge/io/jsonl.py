@@ -10,6 +10,11 @@ name), ``duplicates`` (repeated hits that were dropped), ``answer`` (an applicat
 hit fields other than ``doc_id`` are optional. Qrels JSONL, one object per judgment::
 
     {"query_id": "q1", "doc_id": "d3", "relevance": 2}
+
+Ids are non-empty strings (or integers); scores finite numbers; ``text`` a string or absent; ``metadata`` an
+object or absent; ``latency`` a finite number of seconds >= 0; labels integers that fit in 64 bits. Anything
+else, invalid UTF-8 and JSON nested too deeply to read are a :class:`~rankbridge.errors.ParseError` naming
+the file and line. A UTF-8 byte-order mark at the start is skipped.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from typing import Any
 
 from rankbridge.errors import InputError, ParseError
 from rankbridge.io._atomic import atomic_write
-from rankbridge.types import Hit, Qrels, Run, _check_id, _check_label
+from rankbridge.io._open import ENCODING, check_label, check_score, clip, decode_error, json_line
+from rankbridge.types import Hit, Qrels, Run, _check_label
 
 __all__ = ["iter_jsonl", "read_qrels_jsonl", "read_run_jsonl", "write_qrels_jsonl", "write_run_jsonl"]
 
@@ -31,22 +37,20 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
     """Yield (line number, object) for each non-blank line; a bad line raises ParseError with file:line."""
     src = str(path)
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(path, encoding=ENCODING)
     except OSError as exc:
         raise ParseError(f"cannot open file: {exc.strerror}", source=src) from None
     with fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ParseError(
-                    f"expected a JSON object, found invalid JSON ({exc.msg})", source=src, line=lineno
-                ) from None
-            if not isinstance(obj, dict):
-                raise ParseError(f"expected a JSON object, found {type(obj).__name__}", source=src, line=lineno)
-            yield lineno, obj
+        try:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                obj = json_line(line, src, lineno)
+                if not isinstance(obj, dict):
+                    raise ParseError(f"expected a JSON object, found {type(obj).__name__}", source=src, line=lineno)
+                yield lineno, obj
+        except UnicodeDecodeError as exc:
+            raise decode_error(path, exc) from None
 
 
 def _field(obj: Mapping[str, Any], key: str, src: str, lineno: int) -> Any:
@@ -65,9 +69,65 @@ def _json_default(value: Any) -> Any:
 
 
 def _number(value: Any, key: str, src: str, lineno: int) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ParseError(f"{key!r} must be a number of seconds, found {value!r}", source=src, line=lineno)
-    return float(value)
+    try:
+        seconds = check_score(value, "latency in seconds")
+    except ValueError as exc:
+        raise ParseError(f"{key!r}: {exc}", source=src, line=lineno) from None
+    if seconds < 0:
+        raise ParseError(f"{key!r}: expected a latency in seconds >= 0, found {clip(value)}", source=src, line=lineno)
+    return seconds
+
+
+def _id(value: Any, what: str, key: str, src: str, lineno: int) -> str:
+    """A non-empty id: a str, or an int written as one."""
+    if type(value) is str:
+        if value.strip():
+            return value
+        raise ParseError(f"{key!r}: expected a {what}, found {clip(value)} (empty)", source=src, line=lineno)
+    if type(value) is int:
+        return str(value)
+    raise ParseError(
+        f"{key!r}: expected a {what} as a string (or integer), found {type(value).__name__} {clip(value)}",
+        source=src,
+        line=lineno,
+    )
+
+
+def _hit(h: Any, i: int, src: str, lineno: int) -> Hit:
+    """One entry of ``hits``: ``{"doc_id", "score"?, "text"?, "metadata"?}`` or a bare doc id."""
+    if type(h) is not dict:
+        if type(h) is str or type(h) is int:
+            return Hit(_id(h, "doc id", f"hits[{i}]", src, lineno))
+        raise ParseError(
+            f"hits[{i}]: expected an object with a 'doc_id' (or a doc id), found {type(h).__name__} {clip(h)}",
+            source=src,
+            line=lineno,
+        )
+    doc = _id(_field(h, "doc_id", src, lineno), "doc id", f"hits[{i}].doc_id", src, lineno)
+    score = h.get("score")
+    if score is not None and not (type(score) is float and -_INF < score < _INF):
+        try:
+            score = check_score(score)
+        except ValueError as exc:
+            raise ParseError(f"hits[{i}].score: {exc}", source=src, line=lineno) from None
+    text = h.get("text")
+    if text is not None and type(text) is not str:
+        raise ParseError(
+            f"hits[{i}].text: expected a string or null, found {type(text).__name__} {clip(text)}",
+            source=src,
+            line=lineno,
+        )
+    meta = h.get("metadata")
+    if meta is not None and type(meta) is not dict:
+        raise ParseError(
+            f"hits[{i}].metadata: expected an object or null, found {type(meta).__name__} {clip(meta)}",
+            source=src,
+            line=lineno,
+        )
+    return Hit(doc, score, text, meta)
+
+
+_INF = float("inf")
 
 
 def read_run_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> Run:
@@ -89,9 +149,10 @@ def read_run_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> 
     seen: dict[str, int] = {}
     for lineno, obj in iter_jsonl(path):
         try:
-            qid = _check_id(_field(obj, "query_id", src, lineno), "query id", "query_id")
+            qid = _id(_field(obj, "query_id", src, lineno), "query id", "query_id", src, lineno)
             if qid in seen:
-                raise ParseError(f"query {qid!r} appears twice (first on line {seen[qid]})", source=src, line=lineno)
+                first = seen[qid]
+                raise ParseError(f"query {clip(qid)} appears twice (first on line {first})", source=src, line=lineno)
             if not seen and name is None and isinstance(obj.get("run"), str):
                 run.name = obj["run"]
             seen[qid] = lineno
@@ -100,19 +161,20 @@ def read_run_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> 
                 latency = _number(latency, "latency", src, lineno)
             if isinstance(obj.get("answer"), str):
                 run.answers[qid] = obj["answer"]
-            if obj.get("error"):
-                run.add_error(qid, str(obj["error"]), latency=latency)
+            error = obj.get("error")
+            if error:
+                if type(error) is not str:
+                    raise ParseError(
+                        f"'error': expected a message (a string) or null, found {type(error).__name__} {clip(error)}",
+                        source=src,
+                        line=lineno,
+                    )
+                run.add_error(qid, error, latency=latency)
                 continue
             hits_raw = _field(obj, "hits", src, lineno)
             if not isinstance(hits_raw, list):
                 raise ParseError(f"'hits' must be a list, found {type(hits_raw).__name__}", source=src, line=lineno)
-            hits = []
-            for h in hits_raw:
-                if isinstance(h, dict):
-                    hits.append(Hit(_field(h, "doc_id", src, lineno), h.get("score"), h.get("text"), h.get("metadata")))
-                else:
-                    hits.append(h)
-            run.add(qid, hits, latency=latency)
+            run.add(qid, [_hit(h, i, src, lineno) for i, h in enumerate(hits_raw)], latency=latency)
             dups = obj.get("duplicates")
             if dups:
                 if isinstance(dups, bool) or not isinstance(dups, int) or dups < 0:
@@ -185,16 +247,18 @@ def read_qrels_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -
     data: dict[str, dict[str, int]] = {}
     for lineno, obj in iter_jsonl(path):
         try:
-            qid = _check_id(_field(obj, "query_id", src, lineno), "query id", "query_id")
-            doc = _check_id(_field(obj, "doc_id", src, lineno), "doc id", "doc_id")
-            label = _check_label(_field(obj, "relevance", src, lineno), "relevance")
+            qid = _id(_field(obj, "query_id", src, lineno), "query id", "query_id", src, lineno)
+            doc = _id(_field(obj, "doc_id", src, lineno), "doc id", "doc_id", src, lineno)
+            label = check_label(_check_label(_field(obj, "relevance", src, lineno), "relevance"))
         except ParseError:
             raise
-        except InputError as exc:
+        except (InputError, ValueError) as exc:
             raise ParseError(str(exc), source=src, line=lineno) from None
         old = data.setdefault(qid, {}).get(doc)
         if old is not None and old != label:
-            raise ParseError(f"doc {doc!r} of query {qid!r} judged both {old} and {label}", source=src, line=lineno)
+            raise ParseError(
+                f"doc {clip(doc)} of query {clip(qid)} judged both {old} and {label}", source=src, line=lineno
+            )
         data[qid][doc] = label
     if not data:
         raise ParseError("no judgments found (the file is empty)", source=src)

@@ -4,7 +4,12 @@
 * Run: ``qid Q0 docno rank score tag [anything else]``. The rank column is ignored (trec_eval re-ranks
   by score, ties by docno descending); columns after the tag are ignored, as trec_eval does.
 * Both: CRLF line endings, blank lines, whole-line ``#`` comments and unsorted lines are accepted. A ``#``
-  inside an id is part of the id.
+  inside an id is part of the id. A UTF-8 byte-order mark at the start is skipped.
+
+What trec_eval would read differently from Python is refused, naming the file and line: fields separated by
+Unicode whitespace (``U+00A0``, ``U+2003``: trec_eval splits on ASCII spaces and tabs only), labels that are
+not ASCII integers fitting in 64 bits (``٣``, ``1_0``, ``2**63``), and scores that are not finite ASCII
+numbers (``inf``, ``nan``, ``1_0``, a number too large for a float).
 
 Duplicate rule: a (query, doc) pair that appears twice is an error naming both lines (trec_eval refuses
 such files too), unless ``duplicates="first"``, which keeps the first line and counts the others in
@@ -21,6 +26,7 @@ from typing import Literal, TextIO
 
 from rankbridge.errors import ParseError
 from rankbridge.io._atomic import atomic_write
+from rankbridge.io._open import ENCODING, clip, decode_error, label_problem, parse_label, unicode_space
 from rankbridge.types import Qrels, Run
 
 __all__ = ["read_qrels", "read_run", "write_qrels", "write_run"]
@@ -29,7 +35,7 @@ __all__ = ["read_qrels", "read_run", "write_qrels", "write_run"]
 def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
     """Yield (line number, fields) of every non-blank, non-comment line."""
     try:
-        fh = open(path, encoding="utf-8", newline=None)
+        fh = open(path, encoding=ENCODING, newline=None)
     except OSError as exc:
         raise ParseError(f"cannot open file: {exc.strerror}", source=str(path)) from None
     with fh:
@@ -38,9 +44,22 @@ def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
                 fields = line.split()
                 if not fields or fields[0].startswith("#"):
                     continue
+                if not line.isascii():  # str.split() splits on more than trec_eval does
+                    space = unicode_space(line)
+                    if space is not None:
+                        raise ParseError(
+                            f"found the whitespace character {space} in {clip(line.rstrip())}; trec_eval separates "
+                            "fields with ASCII spaces and tabs only, so this line means something else to it",
+                            source=str(path),
+                            line=lineno,
+                        )
                 yield lineno, fields
         except UnicodeDecodeError as exc:
-            raise ParseError(f"expected UTF-8 text, found undecodable bytes ({exc.reason})", source=str(path)) from None
+            raise decode_error(path, exc) from None
+
+
+def _columns(f: list[str]) -> str:
+    return clip(" ".join(f))
 
 
 def read_qrels(path: str | os.PathLike[str], *, name: str | None = None) -> Qrels:
@@ -57,25 +76,27 @@ def read_qrels(path: str | os.PathLike[str], *, name: str | None = None) -> Qrel
     src = str(path)
     data: dict[str, dict[str, int]] = {}
     first_line: dict[tuple[str, str], int] = {}
+    labels: dict[str, int] = {}  # label text -> label: a file holds a handful of distinct labels
     for lineno, f in _lines(path):
         if len(f) != 4:
             raise ParseError(
-                f"expected 4 columns 'query iteration doc label', found {len(f)}: {' '.join(f)!r}",
+                f"expected 4 columns 'query iteration doc label', found {len(f)}: {_columns(f)}",
                 source=src,
                 line=lineno,
             )
         qid, _, doc, label_text = f
-        try:
-            label = int(label_text)
-        except ValueError:
-            raise ParseError(
-                f"expected an integer relevance label, found {label_text!r}", source=src, line=lineno
-            ) from None
+        label = labels.get(label_text)
+        if label is None:
+            label = parse_label(label_text)
+            if label is None:
+                raise ParseError(label_problem(label_text), source=src, line=lineno)
+            labels[label_text] = label
         docs = data.setdefault(qid, {})
         old = docs.get(doc)
         if old is not None and old != label:
             raise ParseError(
-                f"doc {doc!r} of query {qid!r} is judged {label} here but {old} on line {first_line[(qid, doc)]}",
+                f"doc {clip(doc)} of query {clip(qid)} is judged {label} here but {old} on line "
+                f"{first_line[(qid, doc)]}",
                 source=src,
                 line=lineno,
             )
@@ -85,6 +106,19 @@ def read_qrels(path: str | os.PathLike[str], *, name: str | None = None) -> Qrel
     if not data:
         raise ParseError("no judgments found (the file is empty or has only comments)", source=src)
     return Qrels._trusted(data, name=name or Path(path).name)
+
+
+_INF = float("inf")
+
+
+def _score_problem(text: str) -> str:
+    if not text.isascii() or "_" in text:
+        return f"expected a score in ASCII digits (as trec_eval reads it), found {clip(text)}"
+    if float(text) != float(text):
+        return f"expected a numeric score in column 5, found NaN ({clip(text)})"
+    if text.strip("+-").lower().startswith("inf"):
+        return f"expected a finite score in column 5, found {clip(text)}"
+    return f"expected a score in column 5 that fits in a float, found a number of {len(text)} characters"
 
 
 def read_run(
@@ -114,7 +148,7 @@ def read_run(
     for lineno, f in _lines(path):
         if len(f) < 6:
             raise ParseError(
-                f"expected 6 columns 'query Q0 doc rank score tag', found {len(f)}: {' '.join(f)!r}",
+                f"expected 6 columns 'query Q0 doc rank score tag', found {len(f)}: {_columns(f)}",
                 source=src,
                 line=lineno,
             )
@@ -123,16 +157,16 @@ def read_run(
             score = float(score_text)
         except ValueError:
             raise ParseError(
-                f"expected a numeric score in column 5, found {score_text!r}", source=src, line=lineno
+                f"expected a numeric score in column 5, found {clip(score_text)}", source=src, line=lineno
             ) from None
-        if score != score:
-            raise ParseError("expected a numeric score in column 5, found NaN", source=src, line=lineno)
+        if not -_INF < score < _INF or not score_text.isascii() or "_" in score_text:  # NaN fails the first
+            raise ParseError(_score_problem(score_text), source=src, line=lineno)
         tag = tag or f[5]
         docs = data.setdefault(qid, {})
         if doc in docs:
             if duplicates == "error":
                 raise ParseError(
-                    f"doc {doc!r} appears twice for query {qid!r} (first on line {seen_at[(qid, doc)]}); "
+                    f"doc {clip(doc)} appears twice for query {clip(qid)} (first on line {seen_at[(qid, doc)]}); "
                     "pass duplicates='first' (CLI: --duplicates first) to keep the first line",
                     source=src,
                     line=lineno,
