@@ -207,8 +207,12 @@ def test_relevance_profile_by_hand() -> None:
     (p,) = rel.profiles
     # rank 1: labels 3 and 0 (u) -> 1.5; rank 2: 1 and 2 -> 1.5; rank 3: 0; rank 4: 0 (only q1 reaches it)
     assert p.mean_by_rank == (1.5, 1.5, 0.0, 0.0)
-    assert p.counts == {"highly relevant": 1, "relevant": 2, "not relevant": 1, "unjudged": 2}
+    # Databricks' classes on a 0-3 scale: 3 highly relevant, 2 relevant, 0-1 not relevant, unjudged apart
+    assert p.counts == {"highly relevant": 1, "relevant": 1, "not relevant": 2, "unjudged": 2}
+    assert rel.relevant_label == 2 and p.relevant_plus == pytest.approx(2 / 6)
     assert p.shares["unjudged"] == pytest.approx(2 / 6)
+    # mean relevance: q1 (3 + 1 + 0 + 0) / 4 = 1.0, q2 (0 + 2) / 2 = 1.0
+    assert p.mean_relevance is not None and p.mean_relevance.estimate == pytest.approx(1.0)
     # binary judgments: no "highly relevant" class
     binary = build_report(compare({"r": {"q1": ["a", "x"]}}, {"q1": {"a": 1}}, ["mrr"])).relevance
     assert binary is not None and not binary.graded and binary.high_label is None

@@ -18,12 +18,14 @@ True
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rankbridge.reports.model import (
     RELEVANCE_CLASSES,
     QueryItem,
+    escape_controls,
     fmt_ci,
     fmt_diff,
     fmt_p,
@@ -37,17 +39,56 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["escape", "render"]
 
 
+#: A confidence interval as the model formats it (``[0.400, 0.600]``, ``[+0.1, -]``): shown as it is.
+_EMAIL_DOMAIN = re.compile(r"[\w-]+\.[\w-]")
+_INTERVAL = re.compile(r"\\\[([+-]?\d+\.\d+|-), ([+-]?\d+\.\d+|-)\\\]")
+
+
+def _escape_char(s: str, i: int) -> str:
+    ch = s[i]
+    prev = s[i - 1] if i else ""
+    nxt = s[i + 1] if i + 1 < len(s) else ""
+    if ch in "\\|`[]*~":
+        return "\\" + ch
+    if ch == "_":  # intraword underscores never emphasise (GFM): keep ``context_precision`` readable
+        return "_" if prev.isalnum() and nxt.isalnum() else "\\_"
+    if ch == "!" and nxt == "[":  # an image
+        return "\\!"
+    if ch == "(" and prev == "]":  # a link target
+        return "\\("
+    if ch == ":" and s.startswith("//", i + 1):  # an autolink (GFM links bare http://...)
+        return "\\:"
+    if ch == "." and s[max(0, i - 3) : i].lower() == "www":  # an autolink (GFM links bare www....)
+        return "\\."
+    if ch == "@" and _EMAIL_DOMAIN.match(s, i + 1):  # an e-mail autolink (not ``mrr@10``)
+        return "\\@"
+    return ch
+
+
 def escape(text: object) -> str:
-    """Make a data string safe inside Markdown text and table cells.
+    r"""Make a data string inert inside Markdown text and table cells.
+
+    * control characters (ESC, CSI / OSC sequences, C1 controls, bidi overrides) become visible escapes
+      (:func:`~rankbridge.reports.model.escape_controls`), whitespace runs one space;
+    * ``<``, ``>`` and ``&`` become HTML entities: no raw HTML, no ``<http://...>`` autolink, no entity;
+    * ``\``, ``|``, backticks, ``[``, ``]``, ``*``, ``~`` and word-boundary ``_`` are backslash-escaped, as
+      are ``!`` before ``[`` and ``(`` after ``]``, and the ``:`` of ``://``, the ``.`` of ``www.`` and
+      ``@`` before a domain (GFM's bare autolinks): a link or an image in data shows as its text. An interval the report
+      wrote (``[0.400, 0.600]``) is left as it is.
 
     Examples
     --------
     >>> escape("<script>alert(1)</script> | x")
-    '&lt;script&gt;alert(1)&lt;/script&gt; \\\\| x'
+    '&lt;script&gt;alert(1)&lt;/script&gt; \\| x'
+    >>> print(escape("![x](http://evil.example/a.png) [click](javascript:alert(1)) `code` *b*"))
+    \!\[x\]\(http\://evil.example/a.png) \[click\]\(javascript:alert(1)) \`code\` \*b\*
+    >>> print(escape("id\x1b[31mred p adj 0.04 [+0.100, +0.300]"))
+    id\\x1b\[31mred p adj 0.04 [+0.100, +0.300]
     """
-    s = " ".join(str(text).split())
+    s = escape_controls(" ".join(str(text).split()))
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return s.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    s = "".join(_escape_char(s, i) for i in range(len(s)))
+    return _INTERVAL.sub(r"[\1, \2]", s)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:

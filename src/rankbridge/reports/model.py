@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -80,6 +81,12 @@ DEFAULT_CUTOFFS = (1, 3, 5, 10, 20)
 CUTOFF_MEASURES = ("hit_rate", "ndcg", "recall", "precision")
 #: Column prefix of RAGAS scores in :attr:`Evaluation.values`.
 RAGAS_PREFIX = "ragas."
+#: Share of questions with a relevant chunk from which an MRR reading names a "typical" rank (1 / MRR).
+TYPICAL_FOUND = 0.8
+#: The metric that picks the recommended strategy by default (Databricks' headline).
+RECOMMEND_BY = "dcg@10"
+#: The stage of a run that holds its list before a reranker or postprocessor (see :attr:`Run.stages`).
+RERANK_STAGE = "retrieved"
 #: Share of unjudged results (in the relevance depth) above which the report warns.
 UNJUDGED_WARNING = 0.3
 Format = Literal["terminal", "md", "html", "json", "text"]
@@ -96,6 +103,34 @@ RAGAS_NOTE = (
 # --------------------------------------------------------------------------------------------------
 # Formatting helpers shared by the renderers
 # --------------------------------------------------------------------------------------------------
+
+
+#: Characters escaped before printing: C0 controls (ESC starts CSI/OSC sequences), DEL, C1 controls
+#: (U+009B is a one-byte CSI), the Unicode line/paragraph separators and the bidirectional overrides and
+#: isolates (they reorder what is shown: "Trojan source").
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _control_escape(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: object) -> str:
+    r"""Show control characters as visible escapes, so that printing a data string cannot steer a terminal.
+
+    ESC (and with it every CSI / OSC sequence: colours, cursor moves, window titles, hyperlinks), the other
+    C0 and C1 controls (tab, newline and carriage return included), DEL, the Unicode line separators and the
+    bidirectional overrides become ``\x1b``, ``\x0a``, ``\u202e``...; everything else is kept.
+
+    Examples
+    --------
+    >>> print(escape_controls("run\x1b]8;;http://x\x07name\x1b[2J"))
+    run\x1b]8;;http://x\x07name\x1b[2J
+    >>> print(escape_controls("a\u202eb\nc"), escape_controls("plain text, é"))
+    a\u202eb\x0ac plain text, é
+    """
+    return _CONTROLS.sub(_control_escape, str(text))
 
 
 def _nan(x: float | None) -> bool:
@@ -176,7 +211,14 @@ def _relevant_word(rel: int) -> str:
     return "a relevant chunk" if rel == 1 else f"a chunk with label >= {rel}"
 
 
-def plain_reading(metric: str | Measure, value: float, *, num_queries: int | None = None) -> str:
+def plain_reading(
+    metric: str | Measure,
+    value: float,
+    *,
+    num_queries: int | None = None,
+    found: float | None = None,
+    depth: int | None = None,
+) -> str:
     """What a metric's mean says in plain words, for a reader who does not know the metric.
 
     Parameters
@@ -187,6 +229,13 @@ def plain_reading(metric: str | Measure, value: float, *, num_queries: int | Non
         The mean.
     num_queries:
         The number of questions the mean is over; adds counts such as "(8 of 10)" to hit rates.
+    found:
+        The share of questions with a relevant chunk within the metric's cut-off in the run (its hit rate
+        there). An MRR reading says where the first relevant chunk "typically" sits only when at least
+        :data:`TYPICAL_FOUND` of the questions have one; otherwise it says what share has none.
+    depth:
+        The longest list the run returned: a cut-off beyond it is named as such ("the top 10 (the run
+        returns at most 5)").
 
     Returns
     -------
@@ -203,6 +252,10 @@ def plain_reading(metric: str | Measure, value: float, *, num_queries: int | Non
     'on average 2.0 of the top 5 chunks are relevant'
     >>> print(plain_reading("recall@10", 0.7))
     the top 10 holds 70% of a question's relevant chunks, on average
+    >>> print(plain_reading("mrr@10", 0.3, found=0.4))
+    60% of questions have no relevant chunk in the top 10; for the others the first one typically sits around rank 1.3
+    >>> print(plain_reading("hit_rate@10", 0.5, depth=5))
+    1 in 2 questions get a relevant chunk in the top 10 (the run returns at most 5)
     """
     if isinstance(metric, str) and metric.startswith(RAGAS_PREFIX):
         return _ragas_reading(metric[len(RAGAS_PREFIX) :], value)
@@ -210,16 +263,17 @@ def plain_reading(metric: str | Measure, value: float, *, num_queries: int | Non
     if _nan(value):
         return "undefined (no query could be scored)"
     k = m.k
-    top = f"the top {k}" if k is not None else "the list"
+    short = f" (the run returns at most {depth})" if depth is not None and k is not None and depth < k else ""
+    top = f"the top {k}{short}" if k is not None else "the list"
     rel = "relevant" if m.rel == 1 else f"relevant (label >= {m.rel})"
     pct = fmt_pct(value)
     if m.name == "hit_rate":
-        what = f"get {_relevant_word(m.rel)} in the top {k}"
+        what = f"get {_relevant_word(m.rel)} in {top}"
         count = f" ({round(value * num_queries)} of {num_queries})" if num_queries else ""
         if value >= 1.0:
-            return f"every question{count} gets {_relevant_word(m.rel)} in the top {k}"
+            return f"every question{count} gets {_relevant_word(m.rel)} in {top}"
         if value <= 0.0:
-            return f"no question{count} gets {_relevant_word(m.rel)} in the top {k}"
+            return f"no question{count} gets {_relevant_word(m.rel)} in {top}"
         frac = _nice_fraction(value)
         lead = f"{frac[0]} in {frac[1]} questions" if frac else f"{pct} of questions"
         return f"{lead}{count} {what}"
@@ -227,6 +281,14 @@ def plain_reading(metric: str | Measure, value: float, *, num_queries: int | Non
         where = ""
         if value <= 0.0:
             return f"no question has {_relevant_word(m.rel)} in {top}"
+        if found is not None and not _nan(found) and 0 < found < TYPICAL_FOUND:
+            # most of the mean is zeros: 1/MRR would be a rank almost no question has
+            rank = min(value / found, 1.0) ** -1
+            at = f"at rank {round(rank)}" if abs(rank - round(rank)) < 0.05 else f"around rank {rank:.1f}"
+            return (
+                f"{fmt_pct(1 - found)} of questions have no {rel} chunk in {top}; "
+                f"for the others the first one typically sits {at}"
+            )
         if value >= 0.95:
             return f"the first {rel} chunk is almost always at rank 1{where}"
         rank = 1.0 / value
@@ -236,7 +298,7 @@ def plain_reading(metric: str | Measure, value: float, *, num_queries: int | Non
     if m.name == "precision":
         if k == 1:
             return f"the top chunk is {rel} for {pct} of questions"
-        return f"on average {value * (k or 1):.1f} of the top {k} chunks are {rel}"
+        return f"on average {value * (k or 1):.1f} of the top {k} chunks are {rel}{short}"
     if m.name == "recall":
         return f"{top} holds {pct} of a question's {rel} chunks, on average"
     if m.name in ("ndcg", "ndcg_exp"):
@@ -245,11 +307,11 @@ def plain_reading(metric: str | Measure, value: float, *, num_queries: int | Non
     if m.name == "map":
         return f"average precision at the ranks of the {rel} chunks in {top}; 1.0 = all of them ranked first"
     if m.name in ("dcg", "dcg_exp"):
-        return f"graded gain collected in the top {k}, discounted by rank (unnormalised; higher is better)"
+        return f"graded gain collected in {top}, discounted by rank (unnormalised; higher is better)"
     if m.name == "r_precision":
         return f"of the top R results (R = a question's number of relevant chunks), {pct} are {rel}"
     if m.name == "judged":
-        return f"{pct} of the top {k} has a relevance judgment; unjudged chunks count as not relevant"
+        return f"{pct} of {top} has a relevance judgment; unjudged chunks count as not relevant"
     if m.name == "num_ret":
         return f"{value:.1f} chunks retrieved per question"
     if m.name == "num_rel":
@@ -539,20 +601,34 @@ class TrendPoint:
 
 @dataclass(frozen=True)
 class TrendSeries:
-    """A metric's mean across saved runs (of one run name, or all when ``name`` is None), oldest first."""
+    """A metric's mean across saved runs (of one run name, or all when ``name`` is None), oldest first.
+
+    ``group`` names the comparable group of history records the points come from (the store's
+    :attr:`~rankbridge.store.HistorySeries.label`: one qrels fingerprint, one metric definitions version);
+    ``current`` is False for a group other than the newest one (its means are not comparable with it).
+    """
 
     metric: str
     name: str | None
     points: tuple[TrendPoint, ...]
+    group: str | None = None
+    current: bool = True
 
     @property
     def label(self) -> str:
-        """``"ndcg@10 (dense)"``, or the metric alone."""
-        return self.metric if self.name is None else f"{self.metric} ({self.name})"
+        """``"ndcg@10 (dense)"``, or the metric alone; a series that is not the current one names its group."""
+        base = self.metric if self.name is None else f"{self.metric} ({self.name})"
+        return base if self.current or self.group is None else f"{base}, {self.group}"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return {"metric": self.metric, "name": self.name, "points": [p.to_dict() for p in self.points]}
+        return {
+            "metric": self.metric,
+            "name": self.name,
+            "group": self.group,
+            "current": self.current,
+            "points": [p.to_dict() for p in self.points],
+        }
 
 
 #: Relevance classes of :class:`RelevanceProfile`, in display order.
@@ -572,15 +648,28 @@ class RelevanceProfile:
         questions with a result at that rank (NaN where none has one).
     shares:
         Share of the returned results (top ``depth`` of every question) in each of
-        :data:`RELEVANCE_CLASSES`; "highly relevant" is 0 for binary judgments.
+        :data:`RELEVANCE_CLASSES`, Databricks' classes: highly relevant (label >= the section's
+        ``high_label``, 3 on a 0-3 scale), relevant (from ``relevant_label``, 2 on a 0-3 scale, up to the
+        high label), not relevant (judged below ``relevant_label``: 0-1 on a 0-3 scale) and unjudged (no
+        judgment, apart). "highly relevant" is 0 for binary judgments. The shares add up to 1.
     counts:
         The same as counts of results.
+    mean_relevance:
+        Mean relevance score with its interval: per question, the mean label of its top ``depth``
+        results (unjudged and negative labels count 0, a question without results scores 0), averaged over
+        the questions.
     """
 
     run: str
     mean_by_rank: tuple[float, ...]
     shares: dict[str, float]
     counts: dict[str, int]
+    mean_relevance: Interval | None = None
+
+    @property
+    def relevant_plus(self) -> float:
+        """Share of results relevant or better ("relevant+": highly relevant and relevant together)."""
+        return self.shares["highly relevant"] + self.shares["relevant"]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -588,7 +677,9 @@ class RelevanceProfile:
             "run": self.run,
             "mean_by_rank": [_json_float(v) for v in self.mean_by_rank],
             "shares": {k: _json_float(v) for k, v in self.shares.items()},
+            "relevant_plus": _json_float(self.relevant_plus),
             "counts": dict(self.counts),
+            "mean_relevance": _iv_dict(self.mean_relevance),
         }
 
 
@@ -605,6 +696,9 @@ class RelevanceSection:
     high_label:
         The label from which a result is "highly relevant" (3, or the top grade when it is lower);
         None for binary judgments.
+    relevant_label:
+        The label from which a result is "relevant" (2 when the scale reaches 3, as Databricks counts
+        "relevant+ >= 2"; else 1).
     depth:
         How many top results of each question are counted.
     profiles:
@@ -619,6 +713,7 @@ class RelevanceSection:
     depth: int
     profiles: tuple[RelevanceProfile, ...]
     reading: str
+    relevant_label: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -626,6 +721,7 @@ class RelevanceSection:
             "graded": self.graded,
             "max_label": self.max_label,
             "high_label": self.high_label,
+            "relevant_label": self.relevant_label,
             "depth": self.depth,
             "profiles": [p.to_dict() for p in self.profiles],
             "reading": self.reading,
@@ -648,6 +744,181 @@ class RagasSection:
             "values": {c: {r: iv.to_dict() for r, iv in runs.items()} for c, runs in self.values.items()},
             "readings": dict(self.readings),
             "note": self.note,
+        }
+
+
+def _flip(iv: Interval) -> Interval:
+    """The interval of ``-x`` (a difference read the other way round)."""
+    return Interval(-iv.estimate, -iv.high, -iv.low, iv.level, iv.method, iv.n)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The recommended strategy: the best mean on :attr:`metric`, and whether it beats the runner-up.
+
+    Attributes
+    ----------
+    metric:
+        The metric that decides (``build_report(recommend_by=...)``, default ``dcg@10``).
+    run, value:
+        The best run and its mean with interval.
+    runner_up, runner_up_value:
+        The second best run and its mean (None with one run).
+    difference:
+        ``mean(best - runner-up)`` over the same questions, with its interval.
+    pvalue:
+        The paired test's p-value for that difference: the comparison's Holm-adjusted one when one of the
+        two is the baseline and the metric is in the comparison (``adjusted`` True), else one more paired
+        test between the two (``adjusted`` False, the comparison's test and seed).
+    significant:
+        ``pvalue < alpha`` (None with one run).
+    text:
+        The headline sentence.
+    notes:
+        Why the metric differs from the one asked for, how deep the runs are...
+    """
+
+    metric: str
+    run: str
+    value: Interval
+    runner_up: str | None
+    runner_up_value: Interval | None
+    difference: Interval | None
+    pvalue: float | None
+    adjusted: bool
+    significant: bool | None
+    test: str
+    text: str
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "metric": self.metric,
+            "run": self.run,
+            "value": self.value.to_dict(),
+            "runner_up": self.runner_up,
+            "runner_up_value": _iv_dict(self.runner_up_value),
+            "difference": _iv_dict(self.difference),
+            "pvalue": _json_float(self.pvalue),
+            "adjusted": self.adjusted,
+            "significant": self.significant,
+            "test": self.test,
+            "text": self.text,
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class RerankRow:
+    """One strategy with and without its reranker (or postprocessor).
+
+    Attributes
+    ----------
+    strategy:
+        The strategy's name without the reranker (``"bm25"`` for ``"bm25+rerank"``).
+    without, with_:
+        The run names compared (``"<run> [retrieved]"`` for a run's pre-reranker stage); ``with_`` is None
+        for a strategy without a reranker variant.
+    source:
+        ``"stage"`` (the run's ``stages["retrieved"]``), ``"name"`` (``x`` / ``x+rerank``), ``"given"``
+        (``build_report(reranker_pairs=...)``), or None.
+    metric:
+        The headline metric (the recommendation's).
+    values, relevance:
+        ``{"without": Interval, "with": Interval}``: the metric's mean and the mean relevance label.
+    difference, pvalue, significant:
+        ``with - without`` over the same questions, its paired test (unadjusted), and ``pvalue < alpha``.
+    """
+
+    strategy: str
+    without: str
+    with_: str | None
+    source: str | None
+    metric: str
+    values: dict[str, Interval]
+    relevance: dict[str, Interval]
+    difference: Interval | None = None
+    pvalue: float | None = None
+    significant: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "strategy": self.strategy,
+            "without": self.without,
+            "with": self.with_,
+            "source": self.source,
+            "metric": self.metric,
+            "values": {k: v.to_dict() for k, v in self.values.items()},
+            "relevance": {k: v.to_dict() for k, v in self.relevance.items()},
+            "difference": _iv_dict(self.difference),
+            "pvalue": _json_float(self.pvalue),
+            "significant": self.significant,
+        }
+
+
+@dataclass(frozen=True)
+class RerankSection:
+    """Every strategy with and without reranker: ``rows`` (paired ones first), and how runs were paired."""
+
+    metric: str
+    depth: int
+    rows: tuple[RerankRow, ...]
+    note: str
+
+    @property
+    def paired(self) -> tuple[RerankRow, ...]:
+        """The rows that have a reranker variant."""
+        return tuple(r for r in self.rows if r.with_ is not None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "metric": self.metric,
+            "depth": self.depth,
+            "rows": [r.to_dict() for r in self.rows],
+            "paired": len(self.paired),
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class FailedTop1:
+    """A run's failed questions as Databricks counts them: the top result is judged not relevant (label 0).
+
+    Attributes
+    ----------
+    run:
+        The run.
+    count:
+        Questions whose first result is judged 0 (or below).
+    unjudged:
+        Questions whose first result has no judgment (not counted as failed; judge them).
+    empty:
+        Questions with no result at all.
+    num_queries:
+        Questions in the run's evaluation.
+    items:
+        The first few failed questions.
+    """
+
+    run: str
+    count: int
+    unjudged: int
+    empty: int
+    num_queries: int
+    items: tuple[QueryItem, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "run": self.run,
+            "count": self.count,
+            "unjudged": self.unjudged,
+            "empty": self.empty,
+            "num_queries": self.num_queries,
+            "items": [i.to_dict() for i in self.items],
         }
 
 
@@ -700,6 +971,16 @@ class Report:
         Everything the reader should be warned about (too few queries, failed queries, unjudged results...).
     notes:
         How to read the report.
+    recommendation:
+        The recommended strategy (best ``recommend_by``, default dcg@10) against the runner-up.
+    rerank:
+        Each strategy with and without its reranker (paired by stage or by name), when judgments allow.
+    failed_top1:
+        Per run, the questions whose top result is judged not relevant (Databricks' failed queries).
+    trend_metric:
+        The metric of the trend series.
+    trend_notes:
+        Why saved runs were left out of a trend or split into several series.
     """
 
     title: str
@@ -724,6 +1005,11 @@ class Report:
     ragas: RagasSection | None = None
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    recommendation: Recommendation | None = None
+    rerank: RerankSection | None = None
+    failed_top1: tuple[FailedTop1, ...] = ()
+    trend_metric: str | None = None
+    trend_notes: tuple[str, ...] = ()
 
     # -- construction -------------------------------------------------------------------------------
 
@@ -778,6 +1064,11 @@ class Report:
             "ragas": None if self.ragas is None else self.ragas.to_dict(),
             "warnings": list(self.warnings),
             "notes": list(self.notes),
+            "recommendation": None if self.recommendation is None else self.recommendation.to_dict(),
+            "rerank": None if self.rerank is None else self.rerank.to_dict(),
+            "failed_top1": [f.to_dict() for f in self.failed_top1],
+            "trend_metric": self.trend_metric,
+            "trend_notes": list(self.trend_notes),
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:
@@ -897,6 +1188,19 @@ def _versus(cmp: Comparison, metric: str, run: str) -> tuple[str | None, bool | 
     return text, pc.significant
 
 
+def _run_reading(cmp: Comparison, metric: str, run: str, value: float) -> str:
+    """:func:`plain_reading` of one run's mean, naming its real depth and, for MRR, how many find anything."""
+    table = cmp.evaluations[run].table
+    if metric.startswith(RAGAS_PREFIX) or table is None or not table.num_queries:
+        return plain_reading(metric, value, num_queries=cmp.num_queries)
+    m = parse_measure(metric)
+    depth = int(table.n_ret.max())
+    found = None
+    if m.name == "mrr":
+        found = float(compute(table, Measure("hit_rate", m.k or max(depth, 1), m.rel)).mean())
+    return plain_reading(metric, value, num_queries=cmp.num_queries, found=found, depth=depth)
+
+
 def _headlines(cmp: Comparison) -> tuple[Headline, ...]:
     out = []
     for metric in cmp.metrics:
@@ -912,7 +1216,7 @@ def _headlines(cmp: Comparison) -> tuple[Headline, ...]:
                 metric=metric,
                 run=best,
                 value=iv,
-                reading=plain_reading(metric, iv.estimate, num_queries=cmp.num_queries),
+                reading=_run_reading(cmp, metric, best, iv.estimate),
                 versus=versus,
                 significant=sig,
             )
@@ -926,7 +1230,7 @@ def _strategies(cmp: Comparison) -> tuple[StrategyRow, ...]:
         for run in cmp.runs:
             iv = cmp.means[metric][run]
             pc = cmp.paired[metric].get(run)
-            reading = plain_reading(metric, iv.estimate, num_queries=cmp.num_queries)
+            reading = _run_reading(cmp, metric, run, iv.estimate)
             if pc is None:
                 rows.append(StrategyRow(metric, run, run == cmp.baseline, iv, reading))
                 continue
@@ -975,17 +1279,49 @@ def _cutoffs(cmp: Comparison, ks: Sequence[int]) -> CutoffTable | None:
     return CutoffTable(measures=CUTOFF_MEASURES, ks=kept, values=values, depth=depth)
 
 
+def _label_scale(tables: Mapping[str, HitTable]) -> int:
+    return max((int(t.judged_label.max()) if len(t.judged_label) else 0) for t in tables.values())
+
+
+def _relevance_depth(tables: Mapping[str, HitTable], depth: int) -> int:
+    deepest = max((int(t.n_ret.max()) if t.num_queries else 0) for t in tables.values())
+    return max(1, min(depth, deepest))
+
+
+def _mean_relevance_values(t: HitTable, depth: int) -> np.ndarray:
+    """Per question: the mean label of its top ``depth`` results (unjudged and negative = 0; no result = 0)."""
+    sel = t.hit_rank <= depth
+    sums = np.bincount(
+        t.hit_query[sel], weights=np.maximum(t.hit_label[sel], 0).astype(np.float64), minlength=t.num_queries
+    )[: t.num_queries]
+    shown = np.minimum(t.n_ret, depth).astype(np.float64)
+    return np.where(shown > 0, sums / np.maximum(shown, 1.0), 0.0)
+
+
+def _interval(cmp: Comparison, values: np.ndarray, bounds: tuple[float, float] | None) -> Interval:
+    if len(values) == 0:
+        return Interval(math.nan, math.nan, math.nan, cmp.level, "t", 0)
+    return confidence_interval(
+        values,
+        level=cmp.level,
+        method=cmp.ci_method,  # type: ignore[arg-type]
+        n_resamples=cmp.n_resamples,
+        seed=cmp.seed,
+        bounds=bounds,
+    )
+
+
 def _relevance(cmp: Comparison, depth: int) -> RelevanceSection | None:
     tables = _tables(cmp)
     if not tables:
         return None
-    max_label = max((int(t.judged_label.max()) if len(t.judged_label) else 0) for t in tables.values())
+    max_label = _label_scale(tables)
     if max_label < 1:
         return None
-    deepest = max((int(t.n_ret.max()) if t.num_queries else 0) for t in tables.values())
-    d = max(1, min(depth, deepest))
+    d = _relevance_depth(tables, depth)
     graded = max_label >= 2
     high = min(3, max_label) if graded else None
+    relevant_label = 2 if max_label >= 3 else 1
     profiles = []
     for run in cmp.runs:
         t = tables.get(run)
@@ -999,8 +1335,8 @@ def _relevance(cmp: Comparison, depth: int) -> RelevanceSection | None:
         total = int(np.minimum(t.n_ret, d).sum())
         raw = t.hit_label[sel]
         n_high = int((raw >= high).sum()) if high is not None else 0
-        n_rel = int((raw >= 1).sum()) - n_high
-        n_not = int((raw <= 0).sum())
+        n_rel = int((raw >= relevant_label).sum()) - n_high
+        n_not = int((raw < relevant_label).sum())
         counts = {
             "highly relevant": n_high,
             "relevant": n_rel,
@@ -1008,22 +1344,34 @@ def _relevance(cmp: Comparison, depth: int) -> RelevanceSection | None:
             "unjudged": total - n_high - n_rel - n_not,
         }
         shares = {k: (v / total if total else math.nan) for k, v in counts.items()}
-        profiles.append(RelevanceProfile(run, mean_by_rank, shares, counts))
+        mean_rel = _interval(cmp, _mean_relevance_values(t, d), (0.0, float(max_label)))
+        profiles.append(RelevanceProfile(run, mean_by_rank, shares, counts, mean_rel))
     if not profiles:
         return None
     first = profiles[0]
     parts = []
     if graded:
         parts.append(f"{fmt_pct(first.shares['highly relevant'])} highly relevant (label >= {high})")
-    parts.append(f"{fmt_pct(first.shares['relevant'])} relevant")
-    parts.append(f"{fmt_pct(first.shares['not relevant'])} judged not relevant")
+        parts.append(f"{fmt_pct(first.relevant_plus)} relevant or better (label >= {relevant_label})")
+        parts.append(f"{fmt_pct(first.shares['not relevant'])} not relevant (judged below {relevant_label})")
+    else:
+        parts.append(f"{fmt_pct(first.shares['relevant'])} relevant")
+        parts.append(f"{fmt_pct(first.shares['not relevant'])} judged not relevant")
     parts.append(f"{fmt_pct(first.shares['unjudged'])} unjudged")
     reading = f"In the top {d} of {first.run}, " + ", ".join(parts[:-1]) + f" and {parts[-1]}"
+    if first.mean_relevance is not None and not _nan(first.mean_relevance.estimate):
+        reading += f"; mean relevance {fmt_value(first.mean_relevance.estimate, 2)} {fmt_ci(first.mean_relevance, 2)}"
     finite = [v for v in first.mean_by_rank if not _nan(v)]
     if graded and len(finite) > 1:
-        reading += f"; mean relevance goes from {finite[0]:.2f} at rank 1 to {finite[-1]:.2f} at rank {len(finite)}"
+        reading += f", going from {finite[0]:.2f} at rank 1 to {finite[-1]:.2f} at rank {len(finite)}"
     return RelevanceSection(
-        graded=graded, max_label=max_label, high_label=high, depth=d, profiles=tuple(profiles), reading=reading + "."
+        graded=graded,
+        max_label=max_label,
+        high_label=high,
+        depth=d,
+        profiles=tuple(profiles),
+        reading=reading + ".",
+        relevant_label=relevant_label,
     )
 
 

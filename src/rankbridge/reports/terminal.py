@@ -22,6 +22,7 @@ from rankbridge.errors import MissingExtraError
 from rankbridge.reports.model import (
     RELEVANCE_CLASSES,
     QueryItem,
+    escape_controls,
     fmt_ci,
     fmt_diff,
     fmt_p,
@@ -37,6 +38,13 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["print_report", "render_text"]
 
 
+def _t(text: object, style: str = "") -> Any:
+    """A rich ``Text`` of a string with its control characters shown as escapes (never markup)."""
+    from rich.text import Text
+
+    return Text(escape_controls(text), style=style)
+
+
 def _rich() -> Any:
     try:
         import rich
@@ -47,9 +55,8 @@ def _rich() -> Any:
 
 def _query_table(title: str, items: tuple[QueryItem, ...], metric: str | None) -> Any:
     from rich.table import Table
-    from rich.text import Text
 
-    table = Table(title=Text(title), title_justify="left", show_lines=False, expand=False)
+    table = Table(title=_t(title), title_justify="left", show_lines=False, expand=False)
     table.add_column("question", overflow="fold", max_width=48)
     if metric:
         table.add_column(metric, justify="right")
@@ -59,14 +66,14 @@ def _query_table(title: str, items: tuple[QueryItem, ...], metric: str | None) -
     table.add_column("top chunk", overflow="fold", max_width=40)
     for it in items:
         q = it.query_id + (f": {it.query}" if it.query else "")
-        cells = [Text(q)]
+        cells = [_t(q)]
         if metric:
-            cells.append(Text(fmt_value(it.value)))
+            cells.append(_t(fmt_value(it.value)))
         cells += [
-            Text("-" if it.first_relevant_rank is None else str(it.first_relevant_rank)),
-            Text(", ".join(it.expected[:5]) or "-"),
-            Text(", ".join(it.retrieved) or "-"),
-            Text(f"error: {it.error}" if it.error else (it.top_text or "-"), style="dim"),
+            _t("-" if it.first_relevant_rank is None else str(it.first_relevant_rank)),
+            _t(", ".join(it.expected[:5]) or "-"),
+            _t(", ".join(it.retrieved) or "-"),
+            _t(f"error: {it.error}" if it.error else (it.top_text or "-"), style="dim"),
         ]
         table.add_row(*cells)
     return table
@@ -81,7 +88,6 @@ def print_report(report: Report, console: Console | None = None) -> None:
         return
     from rich.console import Console
     from rich.table import Table
-    from rich.text import Text
 
     if console is None:
         console = Console()
@@ -89,9 +95,9 @@ def print_report(report: Report, console: Console | None = None) -> None:
             console = Console(width=max(console.width, 140))
     s = report.settings
     level = f"{s['level']:.0%}"
-    console.rule(Text(report.title, style="bold"))
+    console.rule(_t(report.title, style="bold"))
     console.print(
-        Text(
+        _t(
             f"{report.num_queries} questions · runs: {', '.join(report.runs)} · baseline {report.baseline} · "
             f"{level} intervals · {s['test']} test, "
             f"{'Holm-adjusted' if s['correction'] == 'holm' else 'unadjusted'} p (alpha {s['alpha']:g})",
@@ -100,20 +106,20 @@ def print_report(report: Report, console: Console | None = None) -> None:
     )
 
     console.print()
-    console.print(Text("Headlines", style="bold underline"))
+    console.print(_t("Headlines", style="bold underline"))
     for h in report.headlines:
-        line = Text("  ")
+        line = _t("  ")
         line.append(f"{h.metric} {fmt_value(h.value.estimate)}", style="bold")
         line.append(f" {fmt_ci(h.value)} ", style="dim")
-        line.append(f"({h.run}) ")
-        line.append(h.reading)
+        line.append(escape_controls(f"({h.run}) "))
+        line.append(escape_controls(h.reading))
         if h.versus:
-            line.append(f"\n    {h.versus}", style="green" if h.significant else "dim")
+            line.append("\n    " + escape_controls(h.versus), style="green" if h.significant else "dim")
         console.print(line)
     if report.warnings:
         console.print()
         for w in report.warnings:
-            console.print(Text("warning: ", style="yellow").append(Text(w)))
+            console.print(_t("warning: ", style="yellow").append(_t(w)))
 
     table = Table(title="Strategies", title_justify="left", caption=f"* significant at alpha {s['alpha']:g}")
     for col in ("metric", "run", "mean", f"{level} CI", f"vs {report.baseline}", "CI", "p", "p adj", "d", "W/T/L"):
@@ -122,23 +128,23 @@ def print_report(report: Report, console: Console | None = None) -> None:
     for i, r in enumerate(report.strategies):
         last = i + 1 == len(report.strategies) or report.strategies[i + 1].metric != r.metric
         cells: list[Any] = [
-            Text("" if r.metric in metrics_seen else r.metric),
-            Text(r.run + (" (base)" if r.baseline else "")),
-            Text(fmt_value(r.mean.estimate)),
-            Text(fmt_ci(r.mean), style="dim"),
+            _t("" if r.metric in metrics_seen else r.metric),
+            _t(r.run + (" (base)" if r.baseline else "")),
+            _t(fmt_value(r.mean.estimate)),
+            _t(fmt_ci(r.mean), style="dim"),
         ]
         metrics_seen.add(r.metric)
         if r.difference is None:
-            cells += [Text("")] * 6
+            cells += [_t("")] * 6
         else:
             style = ("bold green" if r.difference.estimate > 0 else "bold red") if r.significant else ""
             cells += [
-                Text(fmt_diff(r.difference.estimate) + (" *" if r.significant else ""), style=style),
-                Text(fmt_ci(r.difference, sign=True), style="dim"),
-                Text(fmt_p(r.pvalue)),
-                Text(fmt_p(r.pvalue_adjusted)),
-                Text(fmt_value(r.effect_size, 2)),
-                Text(f"{r.wins}/{r.ties}/{r.losses}"),
+                _t(fmt_diff(r.difference.estimate) + (" *" if r.significant else ""), style=style),
+                _t(fmt_ci(r.difference, sign=True), style="dim"),
+                _t(fmt_p(r.pvalue)),
+                _t(fmt_p(r.pvalue_adjusted)),
+                _t(fmt_value(r.effect_size, 2)),
+                _t(f"{r.wins}/{r.ties}/{r.losses}"),
             ]
         table.add_row(*cells, end_section=last)
     console.print()
@@ -155,9 +161,9 @@ def print_report(report: Report, console: Console | None = None) -> None:
             runs = list(c.values[m])
             for j, run in enumerate(runs):
                 t.add_row(
-                    Text(m if j == 0 else ""),
-                    Text(run),
-                    *(Text(fmt_value(v)) for v in c.values[m][run]),
+                    _t(m if j == 0 else ""),
+                    _t(run),
+                    *(_t(fmt_value(v)) for v in c.values[m][run]),
                     end_section=j == len(runs) - 1,
                 )
         console.print()
@@ -172,11 +178,11 @@ def print_report(report: Report, console: Console | None = None) -> None:
             for run in cat.runs:
                 t.add_column(f"{m}\n{run}", justify="right")
         for row in cat.rows:
-            cells = [Text(row.name + (" (small)" if row.warning else "")), Text(str(row.n))]
+            cells = [_t(row.name + (" (small)" if row.warning else "")), _t(str(row.n))]
             for m in cat.metrics:
                 for run in cat.runs:
                     iv = row.values[m].get(run)
-                    cells.append(Text("-" if iv is None else fmt_value(iv.estimate)))
+                    cells.append(_t("-" if iv is None else fmt_value(iv.estimate)))
             t.add_row(*cells)
         console.print()
         console.print(t)
@@ -192,9 +198,9 @@ def print_report(report: Report, console: Console | None = None) -> None:
             for i in range(1, rel.depth + 1):
                 t.add_column(f"r{i}", justify="right")
         for p in rel.profiles:
-            cells = [Text(p.run), *(Text(fmt_pct(p.shares[c])) for c in classes)]
+            cells = [_t(p.run), *(_t(fmt_pct(p.shares[c])) for c in classes)]
             if rel.graded:
-                cells += [Text(fmt_value(v, 1)) for v in p.mean_by_rank]
+                cells += [_t(fmt_value(v, 1)) for v in p.mean_by_rank]
             t.add_row(*cells)
         console.print()
         console.print(t)
@@ -206,10 +212,10 @@ def print_report(report: Report, console: Console | None = None) -> None:
             t.add_column(col, justify="left" if col in ("column", "run") else "right")
         for col in rg.columns:
             for run, iv in rg.values[col].items():
-                t.add_row(Text(col), Text(run), Text(fmt_value(iv.estimate)), Text(fmt_ci(iv)), Text(str(iv.n)))
+                t.add_row(_t(col), _t(run), _t(fmt_value(iv.estimate)), _t(fmt_ci(iv)), _t(str(iv.n)))
         console.print()
         console.print(t)
-        console.print(Text(rg.note, style="dim"))
+        console.print(_t(rg.note, style="dim"))
 
     if report.trend:
         t = Table(title="Trend over saved runs", title_justify="left")
@@ -217,7 +223,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
             t.add_column(col, justify="right" if col == "mean" else "left")
         for series in report.trend:
             for pt in series.points:
-                t.add_row(Text(series.label), Text(pt.timestamp), Text(fmt_value(pt.mean)))
+                t.add_row(_t(series.label), _t(pt.timestamp), _t(fmt_value(pt.mean)))
         console.print()
         console.print(t)
 
@@ -230,14 +236,14 @@ def print_report(report: Report, console: Console | None = None) -> None:
         for fl in report.failures[0].lists:
             t.add_column(fl.label, justify="right")
         for rf in report.failures:
-            t.add_row(Text(rf.run), *(Text(str(fl.count)) for fl in rf.lists))
+            t.add_row(_t(rf.run), *(_t(str(fl.count)) for fl in rf.lists))
         console.print()
         console.print(t)
         if len(report.runs) > 1 and report.unsolved:
             console.print(_query_table("No strategy solves", report.unsolved, None))
     console.print()
     for note in report.notes:
-        console.print(Text(f"· {note}", style="dim"))
+        console.print(_t(f"· {note}", style="dim"))
 
 
 def render_text(report: Report, *, width: int = 120) -> str:
