@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler, NullSpanHandler
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
 
 from rankbridge.callbacks._llamaindex_common import MAX_OPEN as _MAX_OPEN
 from rankbridge.callbacks._llamaindex_common import SKIP, new_record
@@ -137,17 +137,23 @@ _score_of = operator.itemgetter("score")
 
 _FIELDS = ("id", "metadata", "score")
 _FIELDS_TEXT = ("id", "metadata", "text", "score")
+_FIELDS_REF = ("id", "metadata", "ref_doc_id", "score")
+_FIELDS_TEXT_REF = ("id", "metadata", "text", "ref_doc_id", "score")
+_SOURCE = NodeRelationship.SOURCE
 
 
-def _snapshot_text_nodes(nodes: Any, text: bool) -> Snapshot | None:
+def _snapshot_text_nodes(nodes: Any, text: bool, ref: bool = False) -> Snapshot | None:
     """The snapshot of a list of ``NodeWithScore`` over plain ``TextNode`` objects, scores included, in one pass.
 
     The common case (BM25, vector stores) read without the generic per-class machinery: a record is made
     inside the application's call, where every instruction runs with cold caches. ``None`` for anything
     else (other node classes, subclasses that may override ``get_content``), which takes the generic path.
     The scores ride in the snapshot and an empty metadata dict is not kept (each node has its own): every
-    object a record keeps alive brings the garbage collector round sooner inside the app.
+    object a record keeps alive brings the garbage collector round sooner inside the app. ``ref``: also copy
+    each node's ``ref_doc_id`` (see :func:`_snapshot_ref_nodes`).
     """
+    if ref:
+        return _snapshot_ref_nodes(nodes, text)
     if type(nodes) is not list or not nodes:
         return None
     out = Snapshot()
@@ -166,6 +172,41 @@ def _snapshot_text_nodes(nodes: Any, text: bool) -> Snapshot | None:
         meta = nd["metadata"] or EMPTY_METADATA
         add((nd["id_"], meta, nd["text"], d["score"]) if text else (nd["id_"], meta, d["score"]))
     out.fields = _FIELDS_TEXT if text else _FIELDS  # "score" last: finish_waiting reads it by position
+    out.cls = TextNode
+    return out
+
+
+def _snapshot_ref_nodes(nodes: Any, text: bool) -> Snapshot | None:
+    """:func:`_snapshot_text_nodes` that also copies each node's ``ref_doc_id`` (its source document's id).
+
+    ``BaseNode.ref_doc_id`` is a property over another property (``source_node``): ``None`` without a
+    ``NodeRelationship.SOURCE`` entry in ``relationships``, else that entry's ``node_id``, and a
+    ``ValueError`` when the entry is a list. The same is read here from the instance dicts, without the two
+    property calls through pydantic's hooked attribute path. An entry that is not a plain
+    ``RelatedNodeInfo`` (a list, a subclass that may override ``node_id``) gives ``None``: the generic path
+    then reads ``ref_doc_id`` itself, exactly as it fails or succeeds there.
+    """
+    if type(nodes) is not list or not nodes:
+        return None
+    out = Snapshot()
+    add = out.extend
+    for n in nodes:
+        if type(n) is not NodeWithScore:
+            return None
+        d = n.__dict__
+        node = d["node"]
+        if type(node) is not TextNode:
+            return None
+        nd = node.__dict__
+        source = nd["relationships"].get(_SOURCE)
+        if source is not None:
+            if type(source) is not RelatedNodeInfo:
+                return None
+            # one hooked read of a field the instance dict holds: cheaper than going through its __dict__
+            source = source.node_id
+        meta = nd["metadata"] or EMPTY_METADATA
+        add((nd["id_"], meta, nd["text"], source, d["score"]) if text else (nd["id_"], meta, source, d["score"]))
+    out.fields = _FIELDS_TEXT_REF if text else _FIELDS_REF  # "score" last, as in _snapshot_text_nodes
     out.cls = TextNode
     return out
 
@@ -193,8 +234,9 @@ class _Tap:
         # app holds them till then too). Empty most of the time: a span's end then costs no lookup.
         self._waiting: dict[str, list[tuple[CaptureRecord, list[Any], Any]]] = {}
         # the recorder's settings, read once (they are fixed when it is made)
-        self._fast_snapshot = recorder.light and not recorder.snap_ref
+        self._fast_snapshot = recorder.light
         self._snap_text = recorder.snap_text
+        self._snap_ref = recorder.snap_ref
 
     def forget(self) -> None:
         """Drop every open retrieval and waiting record (the handler was taken off: their ends will not come)."""
@@ -262,7 +304,7 @@ class _Tap:
             # there, which reads as "none open" once it is out of _open (span ids are never reused), and
             # saves a ContextVar.set (it copies the context's map) in the common case
             _RETRIEVAL.set(record._outer)
-        snap = _snapshot_text_nodes(nodes, self._snap_text) if self._fast_snapshot else None
+        snap = _snapshot_text_nodes(nodes, self._snap_text, self._snap_ref) if self._fast_snapshot else None
         scores: list[Any] | Snapshot | None  # (the snapshot stands for its scores until they are needed)
         if snap is not None:
             record.set_snapshot(snap, None)
