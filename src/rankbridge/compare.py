@@ -37,7 +37,15 @@ import numpy as np
 from rankbridge._cli_common import add_run_arguments, add_test_arguments, split_metric_args, unique_run_names
 from rankbridge.errors import InputError
 from rankbridge.evaluate import Evaluation, evaluate
-from rankbridge.metrics.measures import Measure, parse_measure, parse_measures
+from rankbridge.metrics.measures import (
+    ColumnFacts,
+    Measure,
+    column_facts,
+    column_name,
+    is_joined_column,
+    parse_measure,
+    parse_measures,
+)
 from rankbridge.metrics.stats import (
     MIN_QUERIES,
     CIMethod,
@@ -65,6 +73,7 @@ __all__ = [
     "FailedQuery",
     "Failures",
     "PairedComparison",
+    "QueryRow",
     "RunFailures",
     "Slice",
     "SliceTable",
@@ -75,8 +84,11 @@ __all__ = [
 ]
 
 RunLike = Run | Mapping[str, Any] | Evaluation
-#: Measures whose per-query values lie in [0, 1]; their intervals are clipped to that range.
+#: Measures whose per-query values lie in [0, 1] (kept for old imports; bounds now come from
+#: :func:`rankbridge.metrics.measures.column_facts`, for ranking measures and RAGAS columns alike).
 _UNIT_RANGE = {"hit_rate", "mrr", "precision", "recall", "map", "ndcg", "ndcg_exp", "r_precision", "judged"}
+#: A joined column's values may sit this far outside its bounds (float rounding) before it is an error.
+_BOUND_SLACK = 1e-9
 #: Per-query differences smaller than this count as ties (metric values carry float rounding).
 TIE_TOLERANCE = 1e-12
 
@@ -136,6 +148,12 @@ class PairedComparison:
         Set when the difference is not significant and the queries are too few to detect one this size.
     alpha:
         The significance level.
+    num_queries:
+        The queries the difference, the test and W/T/L are over: those with a value on both sides. For a
+        ranking metric every query; for a RAGAS column the rows scored for both runs.
+    left_out:
+        Queries left out because one side (or both) has no value (a failed RAGAS row); said in
+        :attr:`Comparison.warnings` too. ``baseline_mean`` is over the same paired queries.
     """
 
     metric: str
@@ -152,6 +170,8 @@ class PairedComparison:
     power: float
     warning: str | None
     alpha: float
+    num_queries: int
+    left_out: int = 0
 
     @property
     def pvalue(self) -> float:
@@ -189,6 +209,38 @@ class PairedComparison:
             "losses": self.losses,
             "power": _json_float(self.power),
             "warning": self.warning,
+            "num_queries": self.num_queries,
+            "left_out": self.left_out,
+        }
+
+
+@dataclass(frozen=True)
+class QueryRow:
+    """One query of :meth:`Comparison.per_query_table`: its values on every run, ranking and RAGAS columns alike.
+
+    Attributes
+    ----------
+    query_id, query:
+        The id and, with a golden set, the question's text.
+    values:
+        ``values[metric][run]``; NaN where the run has no value for the query (a failed RAGAS row).
+    reasons:
+        ``reasons[metric][run]`` -- why a value is NaN (the RAGAS failure, e.g. ``"error: TimeoutError"``);
+        only for the NaN cells.
+    """
+
+    query_id: str
+    query: str | None
+    values: dict[str, dict[str, float]]
+    reasons: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (NaN values become ``None``)."""
+        return {
+            "query_id": self.query_id,
+            "query": self.query,
+            "values": {m: {r: _json_float(v) for r, v in runs.items()} for m, runs in self.values.items()},
+            "reasons": {m: dict(runs) for m, runs in self.reasons.items()},
         }
 
 
@@ -201,23 +253,29 @@ class Comparison:
     runs:
         Run names, baseline included, in the order given.
     metrics:
-        Canonical metric names.
+        Canonical metric names: ranking measures and joined columns (``"ragas.faithfulness"``).
     baseline:
         The run every other run is compared with.
     means:
-        ``means[metric][run]`` -- the run's mean with its confidence interval.
+        ``means[metric][run]`` -- the run's mean with its confidence interval, over the queries that have
+        a value (``Interval.n`` of them: fewer than :attr:`num_queries` for a RAGAS column with failed rows;
+        an interval of NaN with ``n=0`` and method ``"none"`` when no row was scored).
     paired:
-        ``paired[metric][run]`` -- the run against the baseline (every run except the baseline).
+        ``paired[metric][run]`` -- the run against the baseline (every run except the baseline), over the
+        queries both have a value for (:attr:`PairedComparison.num_queries`).
     evaluations:
         ``evaluations[run]`` -- per-query values, aligned by position (same ``query_ids``).
     query_ids:
-        The queries every number is over.
+        The queries every run was evaluated on.
     warnings:
-        Plain-language notes on the queries (too few, missing or failed in a run...).
+        Plain-language notes on the queries (too few, missing or failed in a run, RAGAS rows not scored
+        and left out of a paired test...).
     test, correction, alpha, level, ci_method, n_resamples, seed:
         How the numbers were computed.
     golden:
         The golden set, when given (for :meth:`slices`).
+    unscored:
+        ``unscored[metric][run]`` -- the queries without a value (NaN), only where there are some.
     """
 
     runs: tuple[str, ...]
@@ -236,32 +294,114 @@ class Comparison:
     n_resamples: int = 10_000
     seed: int = 0
     golden: GoldenSet | None = field(default=None, repr=False)
+    unscored: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict, repr=False)
 
     @property
     def num_queries(self) -> int:
-        """How many queries every number is over."""
+        """How many queries the runs were evaluated on (a RAGAS mean may be over fewer: ``Interval.n``)."""
         return len(self.query_ids)
 
     def best(self, metric: str | Measure) -> str:
-        """The run with the highest mean on ``metric`` (the first one given, on a tie)."""
+        """The run with the best mean on ``metric`` (highest, or lowest where lower is better; the first one
+        given on a tie; a run without any value is never best unless all are without)."""
         name = self._metric(metric)
-        return max(self.runs, key=lambda r: (self.means[name][r].estimate, -self.runs.index(r)))
+        sign = 1.0 if column_facts(name).higher_is_better else -1.0
+
+        def key(r: str) -> tuple[float, int]:
+            est = self.means[name][r].estimate
+            return (-math.inf if math.isnan(est) else sign * est, -self.runs.index(r))
+
+        return max(self.runs, key=key)
 
     def _metric(self, metric: str | Measure) -> str:
-        name = str(parse_measure(metric))
+        name = column_name(metric)
         if name not in self.means:
             raise InputError(f"metric {name!r} is not in this comparison; it has {', '.join(self.metrics)}")
         return name
 
     def rows(self) -> list[dict[str, Any]]:
-        """One flat row per (metric, run), in display order -- what tables are drawn from."""
+        """One flat row per (metric, run), in display order -- what tables are drawn from.
+
+        Keys: ``metric``, ``run``, ``baseline``, ``mean`` (an Interval), ``n`` (queries the mean is over),
+        ``unscored`` (queries without a value), ``paired`` (a PairedComparison, None on the baseline).
+        """
         out: list[dict[str, Any]] = []
         for metric in self.metrics:
             for run in self.runs:
                 iv = self.means[metric][run]
                 row: dict[str, Any] = {"metric": metric, "run": run, "baseline": run == self.baseline, "mean": iv}
+                row["n"] = iv.n
+                row["unscored"] = len(self.unscored.get(metric, {}).get(run, ()))
                 row["paired"] = self.paired[metric].get(run)
                 out.append(row)
+        return out
+
+    def per_query_table(
+        self, metrics: Sequence[str | Measure] | None = None, *, golden: GoldenSet | None = None
+    ) -> list[QueryRow]:
+        """One row per query with every run's value on each metric: ranking measures and RAGAS columns side by side.
+
+        Parameters
+        ----------
+        metrics:
+            Columns to show (ranking measures or joined columns such as ``"ragas.faithfulness"``). Default:
+            this comparison's metrics, then any other joined column every run's evaluation has (RAGAS
+            columns joined but not compared).
+        golden:
+            For the question texts (default: the comparison's golden set, if any).
+
+        Returns
+        -------
+        list of QueryRow
+            In :attr:`query_ids` order. A NaN value is a query the run has no value for; ``reasons``
+            says why (the RAGAS failure, or ``"retrieval failed"``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rankbridge import evaluate
+        >>> from rankbridge.integrations.ragas import RagasEvaluation, join
+        >>> qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
+        >>> ev = evaluate(qrels, {"q1": ["a"], "q2": ["x", "b"]}, ["mrr"])
+        >>> scores = RagasEvaluation((), ("q1", "q2"), {"ragas.faithfulness": np.array([0.8, np.nan])},
+        ...                          failures={"ragas.faithfulness": {"q2": "error: timeout"}})
+        >>> cmp = compare({"app": join(ev, scores)}, None, ["mrr", "ragas.faithfulness"])
+        >>> [(r.query_id, r.values["mrr"]["app"], r.values["ragas.faithfulness"]["app"]) for r in cmp.per_query_table()]
+        [('q1', 1.0, 0.8), ('q2', 0.5, nan)]
+        >>> cmp.per_query_table()[1].reasons
+        {'ragas.faithfulness': {'app': 'error: timeout'}}
+        """
+        if metrics is None:
+            names = list(self.metrics)
+            evs = [self.evaluations[r] for r in self.runs]
+            for col in evs[0].values:
+                if is_joined_column(col) and col not in names and all(col in ev.values for ev in evs):
+                    names.append(col)
+        else:
+            names = list(dict.fromkeys(column_name(m) for m in metrics))
+            for name in names:
+                if not any(name in self.evaluations[r].values for r in self.runs):
+                    known = sorted({c for ev in self.evaluations.values() for c in ev.values})
+                    raise InputError(f"metrics: no run has values for {name!r}; they have {', '.join(known)}")
+        gs = golden if golden is not None else self.golden
+        texts = gs.texts() if gs is not None else {}
+        columns: dict[tuple[str, str], list[float]] = {}
+        for name in names:
+            for r in self.runs:
+                ev = self.evaluations[r]
+                columns[name, r] = ev.values[name].tolist() if name in ev.values else [math.nan] * self.num_queries
+        out = []
+        for i, qid in enumerate(self.query_ids):
+            values: dict[str, dict[str, float]] = {}
+            reasons: dict[str, dict[str, str]] = {}
+            for name in names:
+                values[name] = {}
+                for r in self.runs:
+                    v = columns[name, r][i]
+                    values[name][r] = v
+                    if math.isnan(v):
+                        reasons.setdefault(name, {})[r] = _why_unscored(self.evaluations[r], name, qid)
+            out.append(QueryRow(qid, texts.get(qid), values, reasons))
         return out
 
     def slices(
@@ -299,7 +439,7 @@ class Comparison:
                     continue
                 iv: Interval = row["mean"]
                 pc: PairedComparison | None = row["paired"]
-                cells = [row["run"] + (" (base)" if row["baseline"] else ""), _fmt(iv.estimate), _fmt_ci(iv)]
+                cells = [row["run"] + (" (base)" if row["baseline"] else ""), self._mean_cell(iv), _fmt_ci(iv)]
                 if pc is None:
                     cells += ["", "", "", "", "", ""]
                 else:
@@ -327,6 +467,10 @@ class Comparison:
         lines.append(
             f"* significant at alpha={self.alpha:g}; d = Cohen's d_z; W/T/L = queries won/tied/lost vs the baseline"
         )
+        if self.unscored:
+            lines.append(
+                "(n=...) = a mean over the queries scored, fewer than all; W/T/L over those scored on both sides"
+            )
         notes = list(self.warnings) + [
             f"{pc.metric}, {pc.run}: {pc.warning}" for m in self.metrics for pc in self.paired[m].values() if pc.warning
         ]
@@ -334,6 +478,10 @@ class Comparison:
             lines.append("warnings:")
             lines.extend(f"  - {w}" for w in notes)
         return "\n".join(lines)
+
+    def _mean_cell(self, iv: Interval) -> str:
+        """The mean, with its ``n`` when it is over fewer queries than all (failed RAGAS rows)."""
+        return _fmt(iv.estimate) + (f" (n={iv.n})" if iv.n != self.num_queries else "")
 
     def report(self, **kwargs: Any) -> Report:
         """A :class:`~rankbridge.reports.Report` of this comparison (``.save("report.html")``, ``.print()``).
@@ -355,7 +503,9 @@ class Comparison:
         ``ci_high`` (the interval at :attr:`level`), ``delta`` (mean difference with the baseline),
         ``delta_low``, ``delta_high``, ``pvalue``, ``pvalue_adjusted`` (after :attr:`correction`),
         ``significant``, ``effect_size``, ``wins``, ``ties``, ``losses`` (queries better, equal, worse than
-        the baseline). The paired columns are empty (NaN, ``<NA>``) on the baseline's rows.
+        the baseline), ``n`` (queries the mean is over: fewer than all for a RAGAS column with failed rows),
+        ``left_out`` (queries the paired test left out: no value on one side). The paired columns are empty
+        (NaN, ``<NA>``) on the baseline's rows.
 
         Raises
         ------
@@ -409,12 +559,15 @@ class Comparison:
                         "wins": pc.wins if pc else None,
                         "ties": pc.ties if pc else None,
                         "losses": pc.losses if pc else None,
+                        "n": iv.n,
+                        "left_out": pc.left_out if pc else None,
                     }
                 )
         columns = ["run", "metric", "baseline", "mean", "ci_low", "ci_high", "delta", "delta_low", "delta_high"]
-        columns += ["pvalue", "pvalue_adjusted", "significant", "effect_size", "wins", "ties", "losses"]
+        columns += ["pvalue", "pvalue_adjusted", "significant", "effect_size", "wins", "ties", "losses", "n"]
+        columns += ["left_out"]
         df = pd.DataFrame.from_records(records, columns=columns)
-        for col in ("wins", "ties", "losses"):
+        for col in ("wins", "ties", "losses", "left_out"):
             df[col] = pd.array(df[col].tolist(), dtype="Int64")
         df["significant"] = pd.array(df["significant"].tolist(), dtype="boolean")
         return df
@@ -436,11 +589,13 @@ class Comparison:
             "means": {m: {r: iv.to_dict() for r, iv in runs.items()} for m, runs in self.means.items()},
             "paired": {m: {r: pc.to_dict() for r, pc in runs.items()} for m, runs in self.paired.items()},
             "warnings": list(self.warnings),
+            "unscored": {m: {r: list(q) for r, q in runs.items()} for m, runs in self.unscored.items()},
         }
-        if per_query:
+        if per_query:  # a query without a value (a failed RAGAS row) is null, never NaN
             out["query_ids"] = list(self.query_ids)
             out["per_query"] = {
-                r: {m: ev.values[m].tolist() for m in self.metrics} for r, ev in self.evaluations.items()
+                r: {m: [_json_float(v) for v in ev.values[m].tolist()] for m in self.metrics}
+                for r, ev in self.evaluations.items()
             }
         return out
 
@@ -502,9 +657,147 @@ def _depth_warnings(evaluations: Mapping[str, Evaluation], measures: Sequence[Me
 def _check_metrics_in(ev: Evaluation, names: Sequence[str], run: str) -> None:
     missing = [m for m in names if m not in ev.values]
     if missing:
+        hint = ""
+        if any(is_joined_column(m) for m in missing):
+            hint = " (RAGAS columns come from rankbridge.integrations.ragas.join(ranking_eval, evaluate_ragas(...)))"
         raise InputError(
             f"runs[{run!r}]: the Evaluation has no values for {', '.join(missing)}; it has {', '.join(ev.values)}"
+            + hint
         )
+
+
+def _parse_columns(metrics: str | Measure | Sequence[str | Measure]) -> tuple[list[Measure], tuple[str, ...]]:
+    """Ranking measures (to evaluate runs with) and every column's canonical name, in the order given."""
+    items = [metrics] if isinstance(metrics, (str, Measure)) else list(metrics)
+    if not items:
+        parse_measures(items)  # the usual "no metrics given" error
+    measures: list[Measure] = []
+    names: list[str] = []
+    for item in items:
+        if isinstance(item, str) and is_joined_column(item):
+            column_facts(item)  # an unknown joined column: say how to register it
+            name = item
+        else:
+            measure = parse_measure(item)
+            if measure not in measures:
+                measures.append(measure)
+            name = str(measure)
+        if name not in names:
+            names.append(name)
+    return measures, tuple(names)
+
+
+def _check_bounds(values: np.ndarray, query_ids: Sequence[str], facts: ColumnFacts, run: str) -> None:
+    """A joined column's values must lie within its bounds (the intervals and Clopper-Pearson rely on them)."""
+    lo, hi = facts.bounds
+    ok = ~np.isnan(values)
+    bad = ok & ((values < lo - _BOUND_SLACK) | (values > hi + _BOUND_SLACK))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"runs[{run!r}]: {facts.name} must lie in [{lo:g}, {hi:g}]; query {query_ids[i]!r} has {values[i]!r} "
+            f"({int(bad.sum())} values outside)"
+        )
+
+
+def _intervals(
+    columns: Sequence[np.ndarray],
+    floor: Sequence[float],
+    ceil: Sequence[float],
+    **settings: Any,
+) -> list[Interval]:
+    """:func:`confidence_intervals` of every column, each over the rows where it is not NaN.
+
+    Columns with the same rows share one call, so columns without NaN (every ranking metric) keep the
+    shared bootstrap resamples exactly as before; a column over fewer rows gets the interval
+    :func:`~rankbridge.metrics.stats.confidence_interval` gives its scored values alone. No scored row:
+    an interval of NaN with ``n=0`` and method ``"none"``.
+    """
+    out: list[Interval | None] = [None] * len(columns)
+    groups: dict[bytes, list[int]] = {}
+    masks: dict[bytes, np.ndarray] = {}
+    for j, col in enumerate(columns):
+        mask = ~np.isnan(col)
+        key = np.packbits(mask).tobytes() + len(mask).to_bytes(8, "little")
+        groups.setdefault(key, []).append(j)
+        masks[key] = mask
+    for key, cols in groups.items():
+        mask = masks[key]
+        if not mask.any():
+            for j in cols:
+                out[j] = Interval(math.nan, math.nan, math.nan, settings["level"], "none", 0)
+            continue
+        rows = slice(None) if mask.all() else mask
+        matrix = np.column_stack([columns[j][rows] for j in cols])
+        bounds = ([floor[j] for j in cols], [ceil[j] for j in cols])
+        for j, iv in zip(cols, confidence_intervals(matrix, bounds=bounds, **settings), strict=True):
+            out[j] = iv
+    return [iv for iv in out if iv is not None]
+
+
+def _paired_tests(diff_cols: Sequence[np.ndarray], test: str, *, n_resamples: int, seed: int) -> list[PairedTestResult]:
+    """The paired test of every difference column over its rows that are not NaN (scored on both sides).
+
+    Permutation tests of columns over the same rows share their sign flips, as
+    :func:`~rankbridge.metrics.stats.permutation_tests` does; each result equals the test of that column's
+    paired values alone. No row scored on both sides: a p-value of NaN (left out of Holm's family).
+    """
+    out: list[PairedTestResult | None] = [None] * len(diff_cols)
+    if test == "permutation":
+        groups: dict[bytes, list[int]] = {}
+        masks: dict[bytes, np.ndarray] = {}
+        for j, d in enumerate(diff_cols):
+            mask = ~np.isnan(d)
+            key = np.packbits(mask).tobytes() + len(mask).to_bytes(8, "little")
+            groups.setdefault(key, []).append(j)
+            masks[key] = mask
+        for key, cols in groups.items():
+            mask = masks[key]
+            if not mask.any():
+                continue
+            rows = slice(None) if mask.all() else mask
+            results = permutation_tests(
+                np.column_stack([diff_cols[j][rows] for j in cols]), n_resamples=n_resamples, seed=seed
+            )
+            for j, res in zip(cols, results, strict=True):
+                out[j] = res
+    else:
+        for j, d_all in enumerate(diff_cols):
+            d = d_all[~np.isnan(d_all)]
+            if len(d):
+                zeros = np.zeros(len(d))
+                out[j] = paired_t_test(d, zeros) if test == "t" else wilcoxon_test(d, zeros)
+    return [
+        res if res is not None else PairedTestResult(test, math.nan, math.nan, 0, "none", "two-sided") for res in out
+    ]
+
+
+def _failure_reasons(ev: Evaluation, column: str) -> Mapping[str, str]:
+    """Query id -> why ``column`` has no value, as a RagasEvaluation records it (empty for others)."""
+    failures = getattr(ev, "failures", None)
+    if isinstance(failures, Mapping):
+        reasons = failures.get(column)
+        if isinstance(reasons, Mapping):
+            return reasons
+    return {}
+
+
+def _why_unscored(ev: Evaluation, column: str, qid: str) -> str:
+    reason = _failure_reasons(ev, column).get(qid)
+    if reason:
+        return reason
+    if qid in ev.failed:
+        return "retrieval failed"
+    return "not scored"
+
+
+def _reasons(ev: Evaluation, column: str, qids: Sequence[str]) -> str:
+    """``"2 error, 1 timeout"``: the kinds of failure of the given queries (the text before the colon)."""
+    kinds: dict[str, int] = {}
+    for qid in qids:
+        kind = _why_unscored(ev, column, qid).split(":", 1)[0]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
 
 
 def compare(
@@ -599,10 +892,9 @@ def compare(
         qrels = golden.qrels
     # a golden set judges its own questions, and its corpus ids serve evaluate's id check
     judged_by: Any = golden if golden is not None and qrels is golden.qrels else qrels
-    measures = parse_measures(metrics)
-    names = tuple(str(m) for m in measures)
-    if not names:
-        raise InputError("metrics: expected at least one metric name, found none")
+    measures, names = _parse_columns(metrics)
+    facts = {name: column_facts(name) for name in names}
+    joined = [name for name in names if facts[name].source != "ranking"]
     if baseline is None:
         baseline = next(iter(named))
     elif baseline not in named:
@@ -614,6 +906,12 @@ def compare(
             _check_metrics_in(run, names, name)
             evaluations[name] = run
         else:
+            if joined:
+                raise InputError(
+                    f"runs[{name!r}]: {', '.join(joined)} cannot be computed from a run; pass an Evaluation that has "
+                    "it, e.g. rankbridge.integrations.ragas.join(evaluate(golden, run, metrics), "
+                    "evaluate_ragas(run, golden, ...))"
+                )
             if qrels is None:
                 raise InputError(f"qrels: needed to evaluate run {name!r}, found None")
             evaluations[name] = evaluate(judged_by, run, measures)
@@ -626,6 +924,8 @@ def compare(
                 f"{len(query_ids)}; per-query values only pair up over the same queries (evaluate with "
                 "missing='zero' to score the missing ones 0, or compare on a golden set of the questions seen)"
             )
+        for m in joined:
+            _check_bounds(ev.values[m], ev.query_ids, facts[m], name)
     n = len(query_ids)
     if n == 0:
         raise InputError("qrels: no queries to compare over (the qrels are empty)")
@@ -633,20 +933,14 @@ def compare(
     run_names = tuple(named)
     others = [r for r in run_names if r != baseline]
     # Means and differences share one bootstrap: columns = every (metric, run), then every (metric, other).
+    # A column with queries that have no value (NaN: a failed RAGAS row) is over its scored queries alone,
+    # and a difference over the queries scored on both sides (see _intervals).
     mean_cols = [evaluations[r].values[m] for m in names for r in run_names]
     diff_cols = [evaluations[r].values[m] - evaluations[baseline].values[m] for m in names for r in others]
-    unit = [measure.name in _UNIT_RANGE for measure in measures]
-    floor = [0.0 for _ in unit for _ in run_names] + [-1.0 if u else -np.inf for u in unit for _ in others]
-    ceil = [1.0 if u else np.inf for u in unit for _ in run_names] + [
-        1.0 if u else np.inf for u in unit for _ in others
-    ]
-    intervals = confidence_intervals(
-        np.column_stack(mean_cols + diff_cols),
-        level=level,
-        method=ci,
-        n_resamples=n_resamples,
-        seed=seed,
-        bounds=(floor, ceil),
+    floor = [facts[m].lower for m in names for _ in run_names] + [-facts[m].span for m in names for _ in others]
+    ceil = [facts[m].bounds[1] for m in names for _ in run_names] + [facts[m].span for m in names for _ in others]
+    intervals = _intervals(
+        mean_cols + diff_cols, floor, ceil, level=level, method=ci, n_resamples=n_resamples, seed=seed
     )
     means: dict[str, dict[str, Interval]] = {m: {} for m in names}
     it = iter(intervals)
@@ -655,43 +949,62 @@ def compare(
             means[m][r] = next(it)
     diff_ivs = list(it)
 
-    tests: list[PairedTestResult] = []
-    if diff_cols:
-        d_matrix = np.column_stack(diff_cols)
-        if test == "permutation":
-            tests = permutation_tests(d_matrix, n_resamples=n_resamples, seed=seed)
-        else:
-            zeros = np.zeros(n)
-            for j in range(d_matrix.shape[1]):
-                dj = d_matrix[:, j]
-                tests.append(paired_t_test(dj, zeros) if test == "t" else wilcoxon_test(dj, zeros))
+    tests = _paired_tests(diff_cols, test, n_resamples=n_resamples, seed=seed)
     raw = np.array([t.pvalue for t in tests])
     if correction == "none" or not len(raw):
         adjusted = raw.copy()
     elif family == "all":
-        adjusted = holm(raw)
+        adjusted = holm(raw)  # NaN p-values (no query scored on both sides) do not count in the family
     else:
         adjusted = np.empty(len(raw))
         per = len(others)
         for i in range(len(names)):
             adjusted[i * per : (i + 1) * per] = holm(raw[i * per : (i + 1) * per])
 
+    warnings: list[str] = []
+    small = sample_size_warning(n)
+    if small:
+        warnings.append(small)
+    unscored: dict[str, dict[str, tuple[str, ...]]] = {}
+    for m in names:
+        for r in run_names:
+            missing_rows = np.isnan(evaluations[r].values[m])
+            if missing_rows.any():
+                qids = tuple(q for q, miss in zip(query_ids, missing_rows.tolist(), strict=True) if miss)
+                unscored.setdefault(m, {})[r] = qids
+                why = _reasons(evaluations[r], m, qids)
+                warnings.append(
+                    f"{m}: run {r!r} has no value for {len(qids)} of {n} queries ({why}); "
+                    f"its mean is over the {n - len(qids)} scored"
+                )
+
     paired: dict[str, dict[str, PairedComparison]] = {m: {} for m in names}
     j = 0
     for m in names:
         base_values = evaluations[baseline].values[m]
         for r in others:
-            d = diff_cols[j]
-            effect = paired_effect_size(d, np.zeros(n)) if n >= 2 else math.nan
+            d_all = diff_cols[j]
+            ok = ~np.isnan(d_all)
+            d = d_all[ok]
+            n_pair = len(d)
+            left_out = n - n_pair
+            effect = paired_effect_size(d, np.zeros(n_pair)) if n_pair >= 2 else math.nan
             p_adj = float(adjusted[j])
             warn = None
-            if not (p_adj < alpha) and n >= MIN_QUERIES:
-                warn = sample_size_warning(n, effect, alpha=alpha)
+            if not (p_adj < alpha) and n_pair >= MIN_QUERIES:
+                warn = sample_size_warning(n_pair, effect, alpha=alpha)
+            elif n_pair < MIN_QUERIES <= n:  # all queries are enough, the ones scored on both sides are not
+                warn = sample_size_warning(n_pair)
+            if left_out:
+                warnings.append(
+                    f"{m}, {r!r} vs {baseline!r}: {left_out} of {n} queries without a value on both sides were left "
+                    f"out; the difference and the {test} test are over the {n_pair} scored on both"
+                )
             paired[m][r] = PairedComparison(
                 metric=m,
                 run=r,
                 baseline=baseline,
-                baseline_mean=float(base_values.mean()),
+                baseline_mean=float(base_values[ok].mean()) if n_pair else math.nan,
                 difference=diff_ivs[j],
                 test=tests[j],
                 pvalue_adjusted=p_adj,
@@ -699,16 +1012,14 @@ def compare(
                 wins=int((d > TIE_TOLERANCE).sum()),
                 ties=int((np.abs(d) <= TIE_TOLERANCE).sum()),
                 losses=int((d < -TIE_TOLERANCE).sum()),
-                power=paired_power(effect, n, alpha=alpha),
+                power=paired_power(effect, n_pair, alpha=alpha),
                 warning=warn,
                 alpha=alpha,
+                num_queries=n_pair,
+                left_out=left_out,
             )
             j += 1
 
-    warnings: list[str] = []
-    small = sample_size_warning(n)
-    if small:
-        warnings.append(small)
     warnings.extend(_depth_warnings(evaluations, measures))
     for name, ev in evaluations.items():
         notes = []
@@ -722,7 +1033,7 @@ def compare(
         warnings.extend(f"run {name!r}: {note}" for note in ev.notes if name not in note)
         warnings.extend(note for note in ev.notes if name in note)
     no_rel = evaluations[baseline].no_relevant
-    if no_rel:
+    if no_rel and measures:
         warnings.append(
             f"{len(no_rel)} queries have no relevant document in the qrels (recall, AP, nDCG are 0 for every run)"
         )
@@ -744,6 +1055,7 @@ def compare(
         n_resamples=n_resamples,
         seed=seed,
         golden=golden,
+        unscored=unscored,
     )
 
 
@@ -765,7 +1077,8 @@ class Slice:
     query_ids:
         The slice's queries.
     means:
-        Metric -> mean over the slice with its interval.
+        Metric -> mean over the slice with its interval; ``Interval.n`` counts the slice's queries that have
+        a value (fewer than :attr:`n` for a RAGAS column with failed rows).
     warning:
         Set when the slice is too small to trust.
     """
@@ -800,6 +1113,7 @@ class SliceTable:
     metrics: tuple[str, ...]
     slices: tuple[Slice, ...]
     overall: dict[str, Interval]
+    num_queries: int | None = None  # the evaluation's queries (a RAGAS column's overall mean may be over fewer)
 
     def __getitem__(self, name: str) -> Slice:
         for s in self.slices:
@@ -821,17 +1135,11 @@ class SliceTable:
         header = ["slice", "n", *self.metrics]
         table = [header]
         for s in self.slices:
-            table.append(
-                [s.name, str(s.n), *(f"{_fmt(s.means[m].estimate)} {_fmt_ci(s.means[m])}" for m in self.metrics)]
-            )
-        n_all = next(iter(self.overall.values())).n if self.overall else 0
-        table.append(
-            [
-                "(all)",
-                str(n_all),
-                *(f"{_fmt(self.overall[m].estimate)} {_fmt_ci(self.overall[m])}" for m in self.metrics),
-            ]
+            table.append([s.name, str(s.n), *(_slice_cell(s.means[m], s.n) for m in self.metrics)])
+        n_all = (
+            self.num_queries if self.num_queries is not None else max((iv.n for iv in self.overall.values()), default=0)
         )
+        table.append(["(all)", str(n_all), *(_slice_cell(self.overall[m], n_all) for m in self.metrics)])
         widths = [max(len(r[i]) for r in table) for i in range(len(header))]
         lines = [f"{self.run} by {self.by}"]
         for r in table:
@@ -856,6 +1164,11 @@ class SliceTable:
             "slices": [s.to_dict() for s in self.slices],
             "overall": {m: iv.to_dict() for m, iv in self.overall.items()},
         }
+
+
+def _slice_cell(iv: Interval, n: int) -> str:
+    scored = f" (n={iv.n})" if iv.n != n else ""
+    return f"{_fmt(iv.estimate)} {_fmt_ci(iv)}{scored}"
 
 
 def _slice_values(query: Query | None, by: str | Callable[[Query], Any]) -> list[str]:
@@ -930,7 +1243,8 @@ def slices(
     """
     queries = golden.queries if isinstance(golden, GoldenSet) else list(golden)
     by_id = {q.id: q for q in queries}
-    names = tuple(str(parse_measure(m)) for m in metrics) if metrics is not None else tuple(evaluation.values)
+    names = tuple(column_name(m) for m in metrics) if metrics is not None else tuple(evaluation.values)
+    facts = [column_facts(m) for m in names]
     for m in names:
         if m not in evaluation.values:
             raise InputError(f"metrics: the evaluation has no values for {m!r}; it has {', '.join(evaluation.values)}")
@@ -945,20 +1259,16 @@ def slices(
         for value in _slice_values(by_id.get(qid), by):
             groups.setdefault(value, []).append(i)
     order = sorted(groups, key=lambda s: (s == NO_VALUE, s))
-    matrix = np.column_stack([evaluation.values[m] for m in names])
-    ceil = [1.0 if parse_measure(m).name in _UNIT_RANGE else np.inf for m in names]
-    settings: dict[str, Any] = {
-        "level": level,
-        "method": method,
-        "n_resamples": n_resamples,
-        "seed": seed,
-        "bounds": (0.0, ceil),
-    }
-    overall_ivs = confidence_intervals(matrix, **settings)
+    columns = [evaluation.values[m] for m in names]
+    floor = [f.lower for f in facts]
+    ceil = [f.bounds[1] for f in facts]
+    settings: dict[str, Any] = {"level": level, "method": method, "n_resamples": n_resamples, "seed": seed}
+    # a query without a value in a column (a failed RAGAS row) counts in the slice, not in that column's mean
+    overall_ivs = _intervals(columns, floor, ceil, **settings)
     out = []
     for name in order:
         rows = np.asarray(groups[name], dtype=np.int64)
-        ivs = confidence_intervals(matrix[rows], **settings)
+        ivs = _intervals([c[rows] for c in columns], floor, ceil, **settings)
         warn = sample_size_warning(len(rows), min_queries=min_queries)
         out.append(
             Slice(
@@ -974,6 +1284,7 @@ def slices(
         metrics=names,
         slices=tuple(out),
         overall=dict(zip(names, overall_ivs, strict=True)),
+        num_queries=len(evaluation.query_ids),
     )
 
 
@@ -1394,7 +1705,7 @@ def _print_rich(cmp: Comparison) -> bool:
             cells = [
                 metric if i == 0 else "",
                 run + (" (base)" if run == cmp.baseline else ""),
-                _fmt(iv.estimate),
+                cmp._mean_cell(iv),
                 _fmt_ci(iv),
             ]
             if pc is None:

@@ -26,13 +26,26 @@ import math
 import numbers
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
 from rankbridge.errors import MetricError
 
-__all__ = ["MEASURES", "METRIC_DEFINITIONS_VERSION", "Measure", "parse_measure", "parse_measures"]
+__all__ = [
+    "JOINED_COLUMNS",
+    "MEASURES",
+    "METRIC_DEFINITIONS_VERSION",
+    "ColumnFacts",
+    "Measure",
+    "column_facts",
+    "column_name",
+    "is_joined_column",
+    "parse_measure",
+    "parse_measures",
+    "register_column",
+]
 
 #: Version of the metric *definitions* (what ``ndcg@10`` etc. compute), saved with every history record.
 #: Bump it whenever a metric's definition or its edge-case policy changes (a different number for the
@@ -503,3 +516,190 @@ def parse_measures(texts: str | Measure | Iterable[str | Measure]) -> list[Measu
     if not out:
         raise MetricError("no metrics given; expected at least one, e.g. ndcg@10")
     return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Column facts: ranking measures and joined columns (RAGAS scores) alike
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ColumnFacts:
+    """What :func:`~rankbridge.compare.compare`, :func:`~rankbridge.compare.slices`, :func:`~rankbridge.gate`
+    and the reports need to know about one column of :attr:`Evaluation.values <rankbridge.Evaluation.values>`.
+
+    Attributes
+    ----------
+    name:
+        The column's canonical name (``"ndcg@10"``, ``"ragas.faithfulness"``).
+    lower, upper:
+        The smallest and largest value one query can get (``upper`` None: unbounded). Intervals are
+        clipped to them, and when every value sits at one of them the interval is Clopper-Pearson.
+    higher_is_better:
+        Which way is better (the best run, the gate's "drop").
+    aggregation:
+        ``"mean"`` (over the queries that have a value) or ``"sum"`` (trec_eval's ``num_*`` counts).
+    source:
+        ``"ranking"`` (computed from the run and qrels) or what joined it, e.g. ``"ragas"``.
+    may_be_missing:
+        Whether a query can lack a value (NaN: a RAGAS row that failed); such queries are counted and left
+        out of means, never averaged as NaN.
+    doc:
+        One line for reports.
+    """
+
+    name: str
+    lower: float
+    upper: float | None
+    higher_is_better: bool = True
+    aggregation: Literal["mean", "sum"] = "mean"
+    source: str = "ranking"
+    may_be_missing: bool = False
+    doc: str = ""
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """``(lower, upper)`` with an unbounded upper end as ``inf``, as the interval code takes them."""
+        return self.lower, (math.inf if self.upper is None else self.upper)
+
+    @property
+    def span(self) -> float:
+        """``upper - lower`` (``inf`` when unbounded): the largest per-query difference between two runs."""
+        lo, hi = self.bounds
+        return hi - lo
+
+    def aggregate(self, values: np.ndarray) -> float:
+        """The column over all queries: the sum or the mean of the values that are not NaN (NaN if none)."""
+        v = np.asarray(values, dtype=np.float64)
+        ok = v[~np.isnan(v)]
+        if self.aggregation == "sum":
+            return float(ok.sum())
+        return float(ok.mean()) if len(ok) else math.nan
+
+
+def _ragas(name: str, doc: str, *, higher_is_better: bool = True) -> ColumnFacts:
+    return ColumnFacts(
+        "ragas." + name, 0.0, 1.0, higher_is_better, "mean", source="ragas", may_be_missing=True, doc=doc
+    )
+
+
+#: Facts of the joined columns rankbridge knows, by column name (see :func:`register_column` for others).
+#: Every RAGAS score here lies in [0, 1]; all but ``noise_sensitivity`` are better higher.
+JOINED_COLUMNS: dict[str, ColumnFacts] = {
+    f.name: f
+    for f in [
+        _ragas("context_precision", "AP-like rank quality of the contexts an LLM judges useful (not precision@k)"),
+        _ragas("context_recall", "share of the reference answer's claims an LLM attributes to the contexts"),
+        _ragas("faithfulness", "share of the answer's claims the contexts support"),
+        _ragas("answer_relevancy", "similarity of the question to questions an LLM derives from the answer"),
+        _ragas("id_based_context_precision", "set precision of retrieved ids against reference ids"),
+        _ragas("id_based_context_recall", "set recall of reference ids among retrieved ids"),
+        _ragas(
+            "non_llm_context_precision_with_reference",
+            "AP-like, a context counts when its string similarity to a reference context is >= 0.5",
+        ),
+        _ragas("non_llm_context_recall", "share of reference contexts matched by a retrieved context"),
+        _ragas("llm_context_precision_with_reference", "context precision judged against the reference answer"),
+        _ragas("llm_context_precision_without_reference", "context precision judged against the response"),
+        _ragas("context_utilization", "context precision judged against the response"),
+        _ragas("context_entity_recall", "share of the reference's entities found in the contexts"),
+        _ragas("answer_correctness", "factual and semantic agreement of the answer with the reference"),
+        _ragas("answer_similarity", "embedding similarity of the answer to the reference"),
+        _ragas("semantic_similarity", "embedding similarity of the answer to the reference"),
+        _ragas("factual_correctness", "claim-level precision/recall/F1 of the answer against the reference"),
+        _ragas(
+            "noise_sensitivity", "share of the answer's claims that are wrong (lower is better)", higher_is_better=False
+        ),
+    ]
+}
+
+
+def register_column(facts: ColumnFacts) -> None:
+    """Make a joined column known (a custom RAGAS metric, another evaluator's score), or replace its facts.
+
+    Examples
+    --------
+    >>> register_column(ColumnFacts("ragas.tone", 0.0, 1.0, source="ragas", may_be_missing=True))
+    >>> column_facts("ragas.tone").bounds
+    (0.0, 1.0)
+    >>> del JOINED_COLUMNS["ragas.tone"]
+    """
+    if not isinstance(facts, ColumnFacts):
+        raise MetricError(f"register_column: expected ColumnFacts, found {type(facts).__name__}")
+    if "." not in facts.name or facts.name.split(".", 1)[0] in ("", *MEASURES):
+        raise MetricError(
+            f"register_column: a joined column is named '<source>.<name>' (e.g. 'ragas.tone'). Got {facts.name!r}."
+        )
+    if facts.upper is not None and not facts.upper > facts.lower:
+        raise MetricError(f"register_column: {facts.name}: upper must exceed lower. Got {facts.lower}, {facts.upper}.")
+    JOINED_COLUMNS[facts.name] = facts
+
+
+def _joined(name: str) -> ColumnFacts | None:
+    facts = JOINED_COLUMNS.get(name)
+    if facts is None and name.endswith(")") and "(" in name:  # ragas.noise_sensitivity(mode=relevant)
+        base = JOINED_COLUMNS.get(name[: name.index("(")])
+        if base is not None:
+            facts = replace(base, name=name)
+    return facts
+
+
+def is_joined_column(name: str | Measure) -> bool:
+    """Whether ``name`` names a joined column (``"ragas.<metric>"``, or any ``source.name``) rather than a measure.
+
+    Examples
+    --------
+    >>> is_joined_column("ragas.faithfulness"), is_joined_column("ndcg@10"), is_joined_column("P.5")
+    (True, False, False)
+    """
+    if isinstance(name, Measure) or not isinstance(name, str):
+        return False
+    head, dot, rest = name.partition(".")
+    return bool(dot) and bool(rest) and not rest[:1].isdigit() and head.lower() not in _ALIASES
+
+
+def column_name(name: str | Measure) -> str:
+    """The canonical name of a column: a joined column's name as is, a measure's canonical string.
+
+    Examples
+    --------
+    >>> column_name("ragas.faithfulness"), column_name("P@5")
+    ('ragas.faithfulness', 'precision@5')
+    """
+    if isinstance(name, str) and is_joined_column(name):
+        return name
+    return str(parse_measure(name))
+
+
+def column_facts(name: str | Measure) -> ColumnFacts:
+    """The facts of one column of an evaluation: a ranking measure (any spelling) or a joined column.
+
+    The single place compare, slices, the gate and the reports take bounds, direction and aggregation from.
+
+    Raises
+    ------
+    MetricError
+        An unknown measure, or a joined column with no registered facts (:func:`register_column`).
+
+    Examples
+    --------
+    >>> f = column_facts("ragas.faithfulness")
+    >>> f.bounds, f.higher_is_better, f.aggregation, f.may_be_missing
+    ((0.0, 1.0), True, 'mean', True)
+    >>> column_facts("nDCG@10").bounds, column_facts("hits@5").bounds, column_facts("dcg@5").bounds
+    ((0.0, 1.0), (0.0, 5.0), (0.0, inf))
+    >>> column_facts("num_rel").aggregation
+    'sum'
+    """
+    if isinstance(name, str) and is_joined_column(name):
+        facts = _joined(name)
+        if facts is None:
+            known = ", ".join(sorted(JOINED_COLUMNS))
+            raise MetricError(
+                f"no facts (bounds, direction) for the joined column {name!r}; known: {known}. Register it with "
+                "rankbridge.metrics.measures.register_column(ColumnFacts(name, lower, upper, ...))"
+            )
+        return facts
+    m = parse_measure(name)
+    lower, upper = m.bounds
+    return ColumnFacts(str(m), lower, upper, True, "sum" if m.summed else "mean", source="ranking", doc=m.description)
