@@ -16,6 +16,12 @@ The baseline may be an :class:`~rankbridge.Evaluation`, a :class:`~rankbridge.Ru
 the same qrels), or the name of a record in a :class:`~rankbridge.RunStore` (its newest record with that
 name). Per-query values pair up by query id; queries only one side has are left out and said so.
 
+The metric may be a joined column of an :class:`~rankbridge.Evaluation`, such as ``"ragas.faithfulness"``
+from :func:`rankbridge.integrations.ragas.join`: the paired test is then over the rows scored on both
+sides, and the gate refuses (an :class:`~rankbridge.errors.InputError` naming the failures) when more
+than ``max_unscored`` of the shared queries have no score on one side -- a verdict over the rest would be
+about other questions than the ones asked.
+
 Command line (exit codes: 0 passed, 1 failed, 2 bad input)::
 
     rankbridge gate --baseline main --store history.sqlite --qrels qrels.txt run.txt -m ndcg@10 --max-drop 0.01
@@ -52,7 +58,7 @@ import numpy as np
 
 from rankbridge.errors import InputError
 from rankbridge.evaluate import Evaluation, evaluate
-from rankbridge.metrics.measures import parse_measure
+from rankbridge.metrics.measures import column_facts, column_name
 from rankbridge.metrics.stats import (
     CIMethod,
     Interval,
@@ -121,8 +127,13 @@ class GateResult:
     effect_size:
         Cohen's d_z of the per-query differences.
     notes:
-        Everything worth knowing that is not the verdict: queries left out, failed retrievals, too few
-        queries for a reliable test.
+        Everything worth knowing that is not the verdict: queries left out, failed retrievals or RAGAS
+        rows, too few queries for a reliable test.
+    higher_is_better:
+        The metric's direction (from :func:`rankbridge.metrics.measures.column_facts`); for a metric where
+        lower is better, the "drop" is a rise.
+    left_out:
+        Shared queries without a value on one side (failed RAGAS rows), not in the test.
     """
 
     passed: bool
@@ -141,14 +152,17 @@ class GateResult:
     losses: int
     effect_size: float
     notes: tuple[str, ...] = field(default=())
+    higher_is_better: bool = True
+    left_out: int = 0
 
     def __bool__(self) -> bool:
         return self.passed
 
     @property
     def drop(self) -> float:
-        """``baseline_mean - run_mean`` (negative when the run improved)."""
-        return -self.difference.estimate
+        """How much worse the run is: ``baseline_mean - run_mean`` (the reverse where lower is better);
+        negative when the run improved."""
+        return -self.difference.estimate if self.higher_is_better else self.difference.estimate
 
     @property
     def pvalue(self) -> float:
@@ -225,16 +239,16 @@ class GateResult:
             "ties": self.ties,
             "losses": self.losses,
             "effect_size": num(self.effect_size),
+            "higher_is_better": self.higher_is_better,
+            "left_out": self.left_out,
             "explanation": self.explanation(),
             "notes": list(self.notes),
         }
 
 
 # -- inputs ------------------------------------------------------------------------------------------
-def _unit_range(metric: str) -> bool:
-    from rankbridge.compare import _UNIT_RANGE
-
-    return parse_measure(metric).name in _UNIT_RANGE
+#: The largest share of shared queries a metric may lack a value for on either side (failed RAGAS rows).
+MAX_UNSCORED = 0.2
 
 
 def _qrels_of(qrels: QrelsLike | None) -> Qrels | Mapping[str, Mapping[str, int]] | None:
@@ -249,6 +263,11 @@ def _evaluation_of(
     if not isinstance(value, (Run, Mapping)):
         raise InputError(
             f"{side}: expected a Run, a {{qid: ranking}} dict or an Evaluation, got {type(value).__name__}"
+        )
+    if column_facts(metric).source != "ranking":
+        raise InputError(
+            f"{side}: {metric} cannot be computed from a run; pass an Evaluation that has it, e.g. "
+            "rankbridge.integrations.ragas.join(evaluate(golden, run, metrics), evaluate_ragas(run, golden, ...))"
         )
     if qrels is None:
         raise InputError(f"{side}: qrels are needed to evaluate a run (or pass an Evaluation)")
@@ -304,6 +323,7 @@ def gate(
     mismatch: Mismatch = "intersect",
     n_resamples: int = 10_000,
     seed: int = 0,
+    max_unscored: float = MAX_UNSCORED,
 ) -> GateResult:
     """Fail when ``metric`` dropped by more than ``max_drop`` against ``baseline`` and the drop is significant.
 
@@ -320,7 +340,9 @@ def gate(
         Runs are evaluated with ``missing="zero"``: a query without results (or whose retrieval failed)
         scores 0.
     metric:
-        The metric gated on, e.g. ``"ndcg@10"``.
+        The metric gated on, e.g. ``"ndcg@10"``, or a joined column such as ``"ragas.faithfulness"`` (both
+        sides must then be Evaluations that have it). Bounds and direction come from
+        :func:`rankbridge.metrics.measures.column_facts`.
     max_drop:
         The largest drop of the mean (in the metric's units, e.g. 0.01 nDCG) that is accepted whatever
         the test says. ``0`` fails on any significant drop.
@@ -339,6 +361,10 @@ def gate(
         :attr:`GateResult.notes`; ``"error"`` refuses.
     n_resamples, seed:
         Resampling of the permutation test and the bootstrap interval; same seed, same answer.
+    max_unscored:
+        The largest share of the shared queries that may lack a value on one side (failed RAGAS rows);
+        above it the gate refuses with an :class:`~rankbridge.errors.InputError` saying how many failed
+        and why. At or below it they are left out of the test and counted in :attr:`GateResult.left_out`.
 
     Returns
     -------
@@ -348,7 +374,8 @@ def gate(
     Raises
     ------
     InputError
-        Bad arguments, an unknown baseline name, a metric one side lacks, or no shared queries.
+        Bad arguments, an unknown baseline name, a metric one side lacks, no shared queries, or more than
+        ``max_unscored`` of them without a value on one side.
 
     Examples
     --------
@@ -366,7 +393,10 @@ def gate(
     _check_choice(mismatch, ("intersect", "error"), "mismatch")
     if isinstance(max_drop, bool) or not isinstance(max_drop, (int, float)) or not max_drop >= 0:
         raise InputError(f"max_drop must be a number >= 0. Got {max_drop!r} instead.")
-    canonical = str(parse_measure(metric))
+    if isinstance(max_unscored, bool) or not isinstance(max_unscored, (int, float)) or not 0 <= max_unscored <= 1:
+        raise InputError(f"max_unscored must be a number in [0, 1]. Got {max_unscored!r} instead.")
+    canonical = column_name(metric)
+    facts = column_facts(canonical)
     q = _qrels_of(qrels)
 
     base_label: str | None = None
@@ -398,8 +428,20 @@ def gate(
         notes.append(f"{len(only_base)} queries only in the baseline were left out (e.g. {only_base[0]!r})")
     shared = [qid for qid in run_values if qid in base_values]
     keep = [qid for qid in shared if math.isfinite(run_values[qid]) and math.isfinite(base_values[qid])]
-    if len(keep) < len(shared):
-        notes.append(f"{len(shared) - len(keep)} queries without a value on one side were left out")
+    left_out = len(shared) - len(keep)
+    if left_out:
+        why = _unscored_detail(canonical, shared, run_values, base_values, run_ev, base_ev)
+        if shared and left_out / len(shared) > max_unscored:
+            raise InputError(
+                f"gate on {canonical}: {left_out} of {len(shared)} shared queries ({left_out / len(shared):.0%}) have "
+                f"no value on one side ({why}), more than max_unscored={max_unscored:g}: a verdict over the other "
+                f"{len(keep)} would be about different questions. Fix the failures (RagasEvaluation.failures "
+                "says why each row was not scored) or raise max_unscored"
+            )
+        notes.append(
+            f"{left_out} of {len(shared)} queries without a value on one side were left out ({why}); "
+            f"the test of {canonical} is over the {len(keep)} scored on both"
+        )
     if not keep:
         raise InputError(f"run and baseline share no query with a value of {canonical}: nothing to compare")
     if run_ev.failed:
@@ -412,12 +454,12 @@ def gate(
     a = np.array([run_values[qid] for qid in keep])
     b = np.array([base_values[qid] for qid in keep])
     diff = a - b
-    bound = 1.0 if _unit_range(canonical) else math.inf
+    bound = facts.span
     interval = confidence_interval(
         diff, level=level, method=ci, n_resamples=n_resamples, seed=seed, bounds=(-bound, bound)
     )
     result = paired_test(a, b, test, n_resamples=n_resamples, seed=seed)
-    drop = -float(diff.mean())
+    drop = -float(diff.mean()) if facts.higher_is_better else float(diff.mean())
     significant = bool(result.pvalue < alpha)
     passed = not (drop > max_drop and significant)
     effect = paired_effect_size(a, b)
@@ -447,7 +489,28 @@ def gate(
         losses=int(np.count_nonzero(diff < -tol)),
         effect_size=effect,
         notes=tuple(notes),
+        higher_is_better=facts.higher_is_better,
+        left_out=left_out,
     )
+
+
+def _unscored_detail(
+    metric: str,
+    shared: list[str],
+    run_values: Mapping[str, float],
+    base_values: Mapping[str, float],
+    run_ev: Evaluation,
+    base_ev: Evaluation,
+) -> str:
+    """``"run: 3 (2 error, 1 timeout); baseline: 1 (1 not scored)"`` for the shared queries without a value."""
+    from rankbridge.compare import _reasons
+
+    parts = []
+    for side, values, ev in (("run", run_values, run_ev), ("baseline", base_values, base_ev)):
+        qids = [q for q in shared if not math.isfinite(values[q])]
+        if qids:
+            parts.append(f"{side}: {len(qids)} ({_reasons(ev, metric, qids)})")
+    return "; ".join(parts)
 
 
 def assert_retrieval_quality(
@@ -496,7 +559,7 @@ def assert_retrieval_quality(
         raise InputError("assert_retrieval_quality: give min_value, or a baseline (with max_drop), or both")
     if max_drop is not None and baseline is None:
         raise InputError("assert_retrieval_quality: max_drop needs a baseline")
-    canonical = str(parse_measure(metric))
+    canonical = column_name(metric)
     ev = _evaluation_of("run", run, _qrels_of(qrels), canonical)
     values = np.asarray(ev[canonical], dtype=np.float64)
     values = values[np.isfinite(values)]
@@ -505,8 +568,7 @@ def assert_retrieval_quality(
         if not len(values):
             problems.append(f"{canonical}: no query has a value (run {ev.run_name!r})")
         else:
-            bounds = (0.0, 1.0 if _unit_range(canonical) else math.inf)
-            iv = confidence_interval(values, level=level, seed=seed, bounds=bounds)
+            iv = confidence_interval(values, level=level, seed=seed, bounds=column_facts(canonical).bounds)
             mean = float(values.mean())
             if not mean >= min_value:
                 problems.append(
@@ -546,7 +608,13 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     metrics = _split(args.metric)
     if not metrics:
         raise InputError("gate: name the metric to gate on with -m, e.g. -m ndcg@10")
-    canonical = [str(parse_measure(m)) for m in metrics]
+    canonical = [column_name(m) for m in metrics]
+    joined = [m for m in canonical if column_facts(m).source != "ranking"]
+    if joined:
+        raise InputError(
+            f"gate: {', '.join(joined)} cannot be computed from a run file; the command line gates ranking metrics. "
+            "Gate a RAGAS column from Python: gate(join(ev, evaluate_ragas(...)), baseline_ev, metric=...)"
+        )
     qrels, golden = load_judgments(args.qrels)
     run = load_run(args.run)
     if args.name:
