@@ -171,6 +171,7 @@ def _first(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
 
 
 def _queries_jsonl(path: Path) -> list[Query]:
+    from rankbridge.io._open import clip
     from rankbridge.io.jsonl import iter_jsonl
 
     out: list[Query] = []
@@ -182,28 +183,40 @@ def _queries_jsonl(path: Path) -> list[Query]:
                 source=str(path),
                 line=lineno,
             )
+        if not ((type(qid) is str and qid.strip()) or type(qid) is int):
+            raise ParseError(
+                f"expected a query id (a non-empty string), found {clip(qid)}", source=str(path), line=lineno
+            )
         raw = obj.get("metadata")
         meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        out.append(Query(str(qid), text, category=meta.get("category"), metadata=meta))
+        category = meta.get("category")
+        out.append(Query(str(qid), text, category=None if category is None else str(category), metadata=meta))
     return out
 
 
 def _queries_tsv(path: Path) -> list[Query]:
+    from rankbridge.io._open import ENCODING, clip, decode_error
+
     out: list[Query] = []
     try:
-        fh = open(path, encoding="utf-8", newline=None)
+        fh = open(path, encoding=ENCODING, newline=None)
     except OSError as exc:
         raise ParseError(f"cannot open file: {exc.strerror}", source=str(path)) from None
     with fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            fields = line.rstrip("\r\n").split("\t")
-            if lineno == 1 and fields[0].strip().lower() in _HEADER_IDS:
-                continue
-            if len(fields) < 2 or not fields[0].strip():
-                raise ParseError("expected 'id<TAB>text'", source=str(path), line=lineno)
-            out.append(Query(fields[0].strip(), "\t".join(fields[1:]).strip()))
+        try:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                fields = line.rstrip("\r\n").split("\t")
+                if lineno == 1 and fields[0].strip().lower() in _HEADER_IDS:
+                    continue
+                if len(fields) < 2 or not fields[0].strip():
+                    raise ParseError(
+                        f"expected 'id<TAB>text', found {clip(line.rstrip())}", source=str(path), line=lineno
+                    )
+                out.append(Query(fields[0].strip(), "\t".join(fields[1:]).strip()))
+        except UnicodeDecodeError as exc:
+            raise decode_error(path, exc) from None
     return out
 
 
@@ -275,7 +288,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             queries,
             k=args.k,
             concurrency=args.concurrency,
-            timeout=args.timeout if args.timeout > 0 else None,
+            timeout=args.timeout if 0 < args.timeout < float("inf") else None,
             retries=args.retries,
             checkpoint=checkpoint,
             name=args.name or output.stem,
@@ -315,6 +328,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _timeout(text: str) -> float:
+    """``--timeout``: seconds >= 0 (0 or ``inf`` for none); a negative number or NaN is a usage error."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds >= 0 (0 for none), found {text[:40]!r}"
+        ) from None
+    if not seconds >= 0:  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0 (0 for none), found {text[:40]!r}")
+    return seconds
+
+
 def add_cli(subparsers: Any) -> None:
     """Register ``rankbridge run`` on an ``argparse`` subparsers object."""
     p = subparsers.add_parser(
@@ -339,7 +365,7 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("-o", "--output", required=True, help="run file to write (.jsonl or TREC)")
     p.add_argument("-k", type=int, default=None, help="hits per query (default: the retriever's own setting, else 10)")
     p.add_argument("--concurrency", type=int, default=8, help="queries in flight at once (default: 8)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per attempt, 0 for none (default: 60)")
+    p.add_argument("--timeout", type=_timeout, default=60.0, help="seconds per attempt, 0 for none (default: 60)")
     p.add_argument("--retries", type=int, default=2, help="further attempts after an error or timeout (default: 2)")
     p.add_argument(
         "--keep-going",

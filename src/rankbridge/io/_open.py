@@ -44,6 +44,7 @@ __all__ = [
     "open_text",
     "parse_label",
     "plain_suffix",
+    "read_text",
     "unicode_space",
 ]
 
@@ -103,12 +104,27 @@ def decode_error(path: str | os.PathLike[str], exc: UnicodeDecodeError) -> Parse
     )
 
 
+def read_text(path: str | os.PathLike[str]) -> str:
+    """The whole text of a file (``.gz`` decompressed, BOM skipped); any failure is a ParseError naming it."""
+    with open_text(path) as fh:
+        try:
+            return fh.read()
+        except UnicodeDecodeError as exc:
+            raise decode_error(path, exc) from None
+        except (OSError, EOFError, zlib.error) as exc:  # a truncated or non-gzip .gz
+            raise ParseError(f"cannot read file: {exc}", source=str(path)) from None
+
+
 def json_line(text: str, src: str, lineno: int | None, what: str = "a JSON object") -> Any:
-    """``json.loads(text)``; invalid JSON, too deep a nesting or too long an integer raise ParseError."""
+    """``json.loads(text)``; invalid JSON, too deep a nesting or too long an integer raise ParseError.
+
+    ``lineno`` None means ``text`` is a whole file: invalid JSON is then reported at the line it is on.
+    """
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ParseError(f"expected {what}, found invalid JSON ({exc.msg})", source=src, line=lineno) from None
+        where = exc.lineno if lineno is None else lineno
+        raise ParseError(f"expected {what}, found invalid JSON ({exc.msg})", source=src, line=where) from None
     except RecursionError:
         raise ParseError(f"expected {what}, found JSON nested too deeply to read", source=src, line=lineno) from None
     except ValueError:  # an integer of more than sys.get_int_max_str_digits() digits

@@ -38,14 +38,13 @@ rankbridge.errors.InputError: read_golden: option 'split' does not apply to a CS
 from __future__ import annotations
 
 import inspect
-import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from rankbridge.errors import InputError, ParseError
-from rankbridge.io._open import iter_jsonl_any, open_text, plain_suffix
+from rankbridge.io._open import clip, decode_error, iter_jsonl_any, json_line, open_text, plain_suffix, read_text
 from rankbridge.types import GoldenSet
 
 __all__ = ["read_golden"]
@@ -92,10 +91,18 @@ def _first_columns_jsonl(path: Path) -> list[str]:
 
 def _first_columns_csv(path: Path) -> list[str]:
     import csv
+    import zlib
 
     with open_text(path) as fh:
         delimiter = "\t" if plain_suffix(path) == ".tsv" else ","
-        return [c.strip().lstrip("\ufeff") for c in next(csv.reader(fh, delimiter=delimiter), [])]
+        try:
+            return [c.strip().lstrip("\ufeff") for c in next(csv.reader(fh, delimiter=delimiter), [])]
+        except UnicodeDecodeError as exc:
+            raise decode_error(path, exc) from None
+        except csv.Error as exc:
+            raise ParseError(f"expected CSV, found {exc}", source=str(path), line=1) from None
+        except (OSError, EOFError, zlib.error) as exc:  # a truncated or non-gzip .gz
+            raise ParseError(f"cannot read file: {exc}", source=str(path)) from None
 
 
 def _read_path(path: Path, options: dict[str, Any]) -> GoldenSet:
@@ -111,16 +118,13 @@ def _read_path(path: Path, options: dict[str, Any]) -> GoldenSet:
     if suffix == ".json":
         from rankbridge.io.llamaindex_json import read_golden_llamaindex
 
-        try:
-            with open_text(path) as fh:
-                data = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise ParseError(
-                f"expected JSON, found invalid JSON ({exc.msg})", source=str(path), line=exc.lineno
-            ) from None
+        data = json_line(read_text(path), str(path), None, "JSON")
         if isinstance(data, dict) and all(k in data for k in _LLAMAINDEX_KEYS):
             return _call(read_golden_llamaindex, "a LlamaIndex QA dataset", path, options)
-        found = ", ".join(map(repr, data)) if isinstance(data, dict) else type(data).__name__
+        if isinstance(data, dict):
+            found = ", ".join(clip(k, 40) for k in list(data)[:10]) + (", ..." if len(data) > 10 else "")
+        else:
+            found = type(data).__name__
         raise ParseError(
             "expected a LlamaIndex EmbeddingQAFinetuneDataset JSON ('queries', 'corpus', 'relevant_docs'); "
             f"found {found}. One question per line is .jsonl",

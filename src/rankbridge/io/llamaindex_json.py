@@ -29,13 +29,13 @@ Examples
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from rankbridge.errors import InputError, ParseError
+from rankbridge.io._open import clip, json_line, read_text
 from rankbridge.io.tables import as_id, parse_id_list, stable_query_id
 from rankbridge.types import GoldenSet, Qrels, Query, Run
 
@@ -51,8 +51,11 @@ def _str_map(obj: Any, key: str, source: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for k, v in value.items():
         if not isinstance(v, str):
-            raise ParseError(f"{key}[{k!r}]: expected text, found {type(v).__name__} {v!r}", source=source)
-        out[as_id(k)] = v
+            raise ParseError(f"{key}[{clip(k)}]: expected text, found {type(v).__name__} {clip(v)}", source=source)
+        try:
+            out[as_id(k)] = v
+        except InputError as exc:
+            raise ParseError(f"{key}[{clip(k)}]: {exc}", source=source) from None
     return out
 
 
@@ -79,28 +82,34 @@ def golden_from_llamaindex(data: Any, *, name: str = "llamaindex", source: str |
         mode = getattr(data, "mode", "text")
         relevant_raw = data.relevant_docs
     if mode not in (None, "text"):
-        raise ParseError(f"'mode': expected 'text', found {mode!r}", source=src)
+        raise ParseError(f"'mode': expected 'text', found {clip(mode)}", source=src)
     queries = _str_map(data, "queries", src)
     corpus = _str_map(data, "corpus", src)
     if not isinstance(relevant_raw, Mapping):
-        raise ParseError(f"'relevant_docs': expected an object of id -> [doc ids], found {relevant_raw!r}", source=src)
+        raise ParseError(
+            f"'relevant_docs': expected an object of id -> [doc ids], found {clip(relevant_raw)}", source=src
+        )
     relevant: dict[str, dict[str, int]] = {}
     for qid, docs in relevant_raw.items():
         try:
             ids = parse_id_list(docs)
         except InputError as exc:
-            raise ParseError(f"relevant_docs[{qid!r}]: {exc}", source=src) from None
-        q = as_id(qid)
+            raise ParseError(f"relevant_docs[{clip(qid)}]: {exc}", source=src) from None
+        try:
+            q = as_id(qid)
+        except InputError as exc:
+            raise ParseError(f"relevant_docs[{clip(qid)}]: {exc}", source=src) from None
         if q not in queries:
-            raise ParseError(f"relevant_docs[{qid!r}]: expected a query id of 'queries', found none", source=src)
+            raise ParseError(f"relevant_docs[{clip(qid)}]: expected a query id of 'queries', found none", source=src)
         unknown = [d for d in ids if d not in corpus]
         if unknown:
-            raise ParseError(f"relevant_docs[{qid!r}]: doc {unknown[0]!r} is not in 'corpus'", source=src)
+            raise ParseError(f"relevant_docs[{clip(qid)}]: doc {clip(unknown[0])} is not in 'corpus'", source=src)
         relevant[q] = dict.fromkeys(ids, 1)
     unjudged = [q for q in queries if not relevant.get(q)]
     if unjudged:
         raise ParseError(
-            f"relevant_docs: expected relevant docs for every query; {len(unjudged)} have none (e.g. {unjudged[0]!r})",
+            f"relevant_docs: expected relevant docs for every query; {len(unjudged)} have none "
+            f"(e.g. {clip(unjudged[0])})",
             source=src,
         )
     golden = [Query(q, queries[q], reference_context_ids=tuple(relevant[q])) for q in queries]
@@ -111,14 +120,7 @@ def golden_from_llamaindex(data: Any, *, name: str = "llamaindex", source: str |
 def read_golden_llamaindex(path: str | os.PathLike[str], *, name: str | None = None) -> GoldenSet:
     """Read a saved ``EmbeddingQAFinetuneDataset`` JSON file (see the module docstring)."""
     src = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ParseError(f"cannot open file: {exc.strerror or exc}", source=src) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"expected JSON, found invalid JSON ({exc.msg})", source=src, line=exc.lineno) from None
+    data = json_line(read_text(path), src, None, "JSON")
     if not isinstance(data, dict):
         raise ParseError(f"expected a JSON object, found {type(data).__name__}", source=src)
     return golden_from_llamaindex(data, name=name or Path(path).stem, source=src)

@@ -61,12 +61,22 @@ import json
 import operator
 import os
 import warnings
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rankbridge.errors import InputError, MissingExtraError, ParseError
-from rankbridge.io._open import iter_jsonl_any, open_text, plain_suffix
+from rankbridge.io._open import (
+    check_label,
+    clip,
+    decode_error,
+    iter_jsonl_any,
+    label_problem,
+    open_text,
+    parse_label,
+    plain_suffix,
+)
 from rankbridge.types import GoldenSet, Qrels, Query
 
 __all__ = [
@@ -176,32 +186,48 @@ def as_id(value: Any) -> str:
 
 
 def as_label(value: Any) -> int:
-    """An integer relevance label from any integral number, an integral float or integer text."""
+    """An integer relevance label (64 bits) from any integral number, an integral float or ASCII integer text.
+
+    Examples
+    --------
+    >>> as_label(2), as_label(1.0), as_label(" 3 ")
+    (2, 1, 3)
+    >>> as_label("\u0663")
+    Traceback (most recent call last):
+    ...
+    rankbridge.errors.InputError: expected an integer relevance label in ASCII digits, found '٣'
+    """
     value = _plain(value)
     if not isinstance(value, bool):
+        number: int | None = None
         try:
-            return operator.index(value)
+            number = operator.index(value)
         except TypeError:
-            pass
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str):
+            if isinstance(value, float) and value.is_integer():
+                number = int(value)
+            elif isinstance(value, str):
+                number = parse_label(value.strip())
+                if number is None and any(c.isdigit() for c in value):  # say why '٣' or 2**63 is refused
+                    raise InputError(label_problem(value.strip())) from None
+        if number is not None:
             try:
-                return int(value.strip())
-            except ValueError:
-                pass
-    raise InputError(f"expected an integer relevance label, found {type(value).__name__} {value!r}")
+                return check_label(number)
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
+    raise InputError(f"expected an integer relevance label, found {type(value).__name__} {clip(value)}")
 
 
 def _literal(text: str) -> Any:
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except RecursionError:
+        raise InputError(f"expected a JSON value, found one nested too deeply to read: {clip(text, 60)}") from None
+    except ValueError:  # invalid JSON, or an integer too long to read
         pass
     try:
         return ast.literal_eval(text)  # the Python repr pandas writes for list columns
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise InputError(f"expected a JSON value, found {text[:60]!r}") from None
+        raise InputError(f"expected a JSON value, found {clip(text, 60)}") from None
 
 
 def parse_id_list(value: Any) -> list[str]:
@@ -341,21 +367,29 @@ def _csv_rows(path: str | os.PathLike[str], delimiter: str | None) -> tuple[list
     rows: Rows = []
     with open_text(path) as fh:
         reader = csv.reader(fh, delimiter=delimiter)
+        start = 1
         try:
-            header = next(reader)
-        except StopIteration:
-            raise ParseError("expected a header line, found an empty file", source=src) from None
-        header = [h.strip().lstrip("\ufeff") for h in header]
-        start = reader.line_num + 1
-        for cells in reader:
-            if not any(c.strip() for c in cells):
-                start = reader.line_num + 1
-                continue
-            loc = _Loc(src, line=start)
-            if len(cells) != len(header):
-                raise loc.error(f"expected {len(header)} fields (as in the header), found {len(cells)}")
-            rows.append((loc, dict(zip(header, cells, strict=True))))
+            try:
+                header = next(reader)
+            except StopIteration:
+                raise ParseError("expected a header line, found an empty file", source=src) from None
+            header = [h.strip().lstrip("\ufeff") for h in header]
             start = reader.line_num + 1
+            for cells in reader:
+                if not any(c.strip() for c in cells):
+                    start = reader.line_num + 1
+                    continue
+                loc = _Loc(src, line=start)
+                if len(cells) != len(header):
+                    raise loc.error(f"expected {len(header)} fields (as in the header), found {len(cells)}")
+                rows.append((loc, dict(zip(header, cells, strict=True))))
+                start = reader.line_num + 1
+        except UnicodeDecodeError as exc:
+            raise decode_error(path, exc) from None
+        except csv.Error as exc:  # a field over the size limit, a NUL byte, a stray quote (strict dialects)
+            raise ParseError(f"expected CSV, found {exc}", source=src, line=start) from None
+        except (OSError, EOFError, zlib.error) as exc:  # a truncated or non-gzip .gz
+            raise ParseError(f"cannot read file: {exc}", source=src) from None
     return header, rows, src
 
 

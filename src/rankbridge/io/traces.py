@@ -47,7 +47,7 @@ from typing import Any, Literal
 from rankbridge.callbacks import Capture, CaptureRecord, QueryMatcher, Recorder
 from rankbridge.callbacks._recorder import QUERY_ID_KEY
 from rankbridge.errors import InputError, MissingExtraError, ParseError
-from rankbridge.io._open import open_text, plain_suffix
+from rankbridge.io._open import json_line, plain_suffix, read_text
 from rankbridge.retriever import IdSpec
 from rankbridge.types import GoldenSet, Query, Run
 
@@ -459,11 +459,7 @@ def _spans_from_obj(obj: Any, where: str, out: list[_Span]) -> None:
 
 def _json_documents(path: str) -> Iterator[tuple[str, Any]]:
     """``(where, JSON value)`` of a file: one JSON document, or JSON Lines (``file:line``)."""
-    with open_text(path) as fh:
-        try:
-            text = fh.read()
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
-            raise ParseError(f"cannot read file: {exc}", source=path) from None
+    text = read_text(path)
     if plain_suffix(path) not in (".jsonl", ".ndjson"):
         try:
             yield path, json.loads(text)
@@ -473,17 +469,16 @@ def _json_documents(path: str) -> Iterator[tuple[str, Any]]:
                 raise ParseError(
                     f"expected JSON, found invalid JSON ({exc.msg})", source=path, line=exc.lineno
                 ) from None
-    for lineno, line in enumerate(text.splitlines(), 1):
+        except (RecursionError, ValueError):  # too deep, or an integer too long: say so with the line below
+            pass
+    # split on LF only: str.splitlines() would also split inside a JSON string holding U+2028 or U+0085
+    for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
-        try:
-            yield f"{path}:{lineno}", json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ParseError(
-                f"expected one JSON object per line (an OTLP export, a span or a run), found invalid JSON ({exc.msg})",
-                source=path,
-                line=lineno,
-            ) from None
+        yield (
+            f"{path}:{lineno}",
+            json_line(line, path, lineno, "one JSON object per line (an OTLP export, a span or a run)"),
+        )
 
 
 def _read_parquet(path: str) -> Any:
