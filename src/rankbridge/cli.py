@@ -36,6 +36,7 @@ _FEATURE_CLIS = [
     "rankbridge.run_cli",
     "rankbridge.gate",
     "rankbridge.reports",
+    "rankbridge.integrations.mlflow",
 ]
 
 DEFAULT_METRICS = ["ndcg@10", "mrr@10", "precision@5", "recall@100", "map", "hit_rate@10"]
