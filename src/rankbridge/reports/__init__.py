@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings as _warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,13 +32,17 @@ from rankbridge.reports.model import (
     CategoryRow,
     CategoryTable,
     CutoffTable,
+    FailedTop1,
     FailureList,
     Headline,
     QueryItem,
     RagasSection,
+    Recommendation,
     RelevanceProfile,
     RelevanceSection,
     Report,
+    RerankRow,
+    RerankSection,
     RunFailureSummary,
     RunQueries,
     StrategyRow,
@@ -47,19 +50,24 @@ from rankbridge.reports.model import (
     TrendSeries,
     build_report,
     plain_reading,
+    trend_from_history,
 )
 
 __all__ = [
     "CategoryRow",
     "CategoryTable",
     "CutoffTable",
+    "FailedTop1",
     "FailureList",
     "Headline",
     "QueryItem",
     "RagasSection",
+    "Recommendation",
     "RelevanceProfile",
     "RelevanceSection",
     "Report",
+    "RerankRow",
+    "RerankSection",
     "RunFailureSummary",
     "RunQueries",
     "StrategyRow",
@@ -68,6 +76,7 @@ __all__ = [
     "add_cli",
     "build_report",
     "plain_reading",
+    "trend_from_history",
 ]
 
 DEFAULT_REPORT_METRICS = ["ndcg@10", "mrr@10", "recall@10", "hit_rate@5"]
@@ -75,19 +84,14 @@ _SUFFIX_FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "m
 
 
 def _trend_from_store(path: str, metrics: Sequence[str], names: Sequence[str]) -> tuple[dict[Any, Any], list[str]]:
-    from rankbridge.store import RunStore
-
+    """Every metric's trend of every run name (each with all its comparable groups and notes)."""
     trend: dict[Any, Any] = {}
     notes: list[str] = []
-    with RunStore(path, create=False) as store, _warnings.catch_warnings(record=True) as caught:
-        _warnings.simplefilter("always")
-        for metric in metrics:
-            for name in names:
-                points = store.trend(metric, name)
-                if points:
-                    trend[(metric, name)] = points
-    notes.extend(dict.fromkeys(str(w.message) for w in caught))
-    return trend, notes
+    for metric in metrics:
+        found, read_notes = trend_from_history(path, metric, names)
+        trend.update(found)
+        notes.extend(read_notes)
+    return trend, list(dict.fromkeys(notes))
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

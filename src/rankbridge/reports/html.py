@@ -2,7 +2,8 @@
 """The report as one self-contained HTML file: tables, plain-language readings and inline SVG plots.
 
 The file needs no network to open: styles are inline, plots are inline SVG (see :mod:`.plots`), there is
-no script, no external stylesheet, font or image. Jinja2 renders it with autoescaping on, so every string
+no external script, stylesheet, font or image. The one inline script (:data:`SELECTOR_JS`) is the trend's run
+selector; it holds no data. Jinja2 renders it with autoescaping on, so every string
 that came from data (questions, chunk texts, run and category names) is escaped and shows as text.
 
 Examples
@@ -47,6 +48,8 @@ CSS = """
 .rb-report .card .versus{font-size:12.5px;color:var(--muted);margin:0}
 .rb-report .card .versus.sig{color:var(--good)}
 .rb-report .card .versus.sig.neg{color:var(--bad)}
+.rb-report .card.rec{max-width:900px;border-width:2px}
+.rb-report .card.rec.sig{border-color:var(--good)}
 .rb-report .warnings{border-left:4px solid #d4a72c;background:#fff8c5;padding:8px 14px 8px 30px;margin:16px 0;
  border-radius:0 6px 6px 0}
 .rb-report .warnings li{margin:3px 0}
@@ -97,15 +100,29 @@ TEMPLATE = r"""
 {{ r.runs|join(", ") }} · baseline <b>{{ r.baseline }}</b>{% if r.qrels_name %} · judgments {{ r.qrels_name }}{% endif %}
 · {{ "%.0f"|format(100 * r.settings.level) }}% intervals · {{ r.settings.test }} test,
 {{ "Holm-adjusted" if r.settings.correction == "holm" else "unadjusted" }} p (alpha {{ r.settings.alpha }})</p>
-<nav><a href="#rb-headlines">Headlines</a><a href="#rb-strategies">Strategies</a>
+<nav>{% if r.recommendation %}<a href="#rb-recommendation">Recommendation</a>{% endif %}<a href="#rb-headlines">Headlines</a><a href="#rb-strategies">Strategies</a>
+{%- if r.rerank %}<a href="#rb-rerank">Reranker</a>{% endif %}
 {%- if r.cutoffs %}<a href="#rb-cutoffs">Rank cut-offs</a>{% endif %}
 {%- if r.categories %}<a href="#rb-categories">Categories</a>{% endif %}
 {%- if r.relevance %}<a href="#rb-relevance">Relevance</a>{% endif %}
 {%- if r.ragas %}<a href="#rb-ragas">RAGAS</a>{% endif %}
-{%- if r.trend %}<a href="#rb-trend">Trend</a>{% endif %}
+{%- if r.trend or r.trend_notes %}<a href="#rb-trend">Trend</a>{% endif %}
 {%- if r.queries %}<a href="#rb-queries">Questions</a>{% endif %}
+{%- if r.failed_top1 %}<a href="#rb-failed">Failed questions</a>{% endif %}
 {%- if r.failures %}<a href="#rb-failures">Failures</a>{% endif %}<a href="#rb-notes">How to read</a></nav>
 </header>
+
+{%- if r.recommendation %}{% set rec = r.recommendation %}
+<section id="rb-recommendation">
+<h2>Recommended strategy</h2>
+<div class="card rec{{ ' sig' if rec.significant }}"><div class="metric">by {{ rec.metric }}</div>
+<div class="value">{{ rec.run }}</div>
+<div class="ci">{{ rec.metric }} {{ rec.value.estimate|v }} {{ rec.value|ci }}{% if rec.runner_up %} · runner-up {{ rec.runner_up }} {{ rec.runner_up_value.estimate|v }}{% endif %}</div>
+<p class="reading">{{ rec.text }}</p>
+{%- for n in rec.notes %}<p class="versus">{{ n }}</p>{% endfor %}
+</div>
+</section>
+{%- endif %}
 
 <section id="rb-headlines">
 <h2>Headlines</h2>
@@ -148,6 +165,29 @@ paired difference to the baseline <b>{{ r.baseline }}</b> over the same question
 detect a difference of this size (low power; hover for details) · d = Cohen's d<sub>z</sub> ·
 W/T/L = questions won/tied/lost against the baseline</p>
 </section>
+
+{%- if r.rerank %}{% set rr = r.rerank %}
+<section id="rb-rerank">
+<h2>With and without reranker</h2>
+<p class="lead">{{ rr.note }}</p>
+{%- if rr.paired %}
+{% if plots.rerank %}<figure>{{ plots.rerank }}</figure>{% endif %}
+<div class="scroll"><table>
+<tr><th class="l">strategy</th><th class="l">without reranker</th><th class="l">with reranker</th><th>{{ rr.metric }} without</th><th>{{ rr.metric }} with</th>
+<th>difference</th><th>CI</th><th>p</th><th>mean relevance without (top {{ rr.depth }})</th><th>mean relevance with</th></tr>
+{%- for row in rr.rows %}{% set m1 = row.values.get("with") %}{% set r1 = row.relevance.get("with") %}
+<tr><td class="run">{{ row.strategy }}</td><td class="l">{{ row.without }}</td><td class="l">{{ row.with_ or "-" }}</td>
+<td>{{ row.values.without.estimate|v }} <span class="muted">{{ row.values.without|ci }}</span></td>
+<td>{% if m1 %}{{ m1.estimate|v }} <span class="muted">{{ m1|ci }}</span>{% else %}-{% endif %}</td>
+{%- if row.difference %}<td class="{{ 'sig' if row.significant }}{{ ' neg' if row.significant and row.difference.estimate < 0 }}">{{ row.difference.estimate|diff }}{{ " *" if row.significant }}</td><td class="ci">{{ row.difference|ci(True) }}</td><td>{{ row.pvalue|p }}</td>
+{%- else %}<td>-</td><td></td><td></td>{% endif %}
+<td>{{ row.relevance.without.estimate|v(2) }} <span class="muted">{{ row.relevance.without|ci }}</span></td>
+<td>{% if r1 %}{{ r1.estimate|v(2) }} <span class="muted">{{ r1|ci }}</span>{% else %}-{% endif %}</td></tr>
+{%- endfor %}
+</table></div>
+{%- endif %}
+</section>
+{%- endif %}
 
 {%- if r.cutoffs %}
 {% set c = r.cutoffs %}
@@ -195,13 +235,17 @@ wide intervals.</p>
 <p class="lead">{{ rel.reading }}{% if rel.graded %} Labels run from 0 to {{ rel.max_label }}; a result is highly
 relevant from label {{ rel.high_label }}.{% endif %} Unjudged results count as not relevant in every metric.</p>
 {% if plots.relevance %}<figure>{{ plots.relevance }}</figure>{% endif %}
-{%- set shown = classes|reject("equalto", "" if rel.graded else "highly relevant")|list %}
 <div class="scroll"><table>
-<tr><th class="l">run</th>{% for cls in shown %}<th>{{ cls }}{% if cls == "highly relevant" %} (&ge; {{ rel.high_label }}){% endif %}</th>{% endfor %}<th>results counted</th></tr>
+<tr><th class="l">run</th>{% if rel.graded %}<th>highly relevant (= {{ rel.high_label }})</th><th>relevant+ (&ge; {{ rel.relevant_label }})</th><th>not relevant (&lt; {{ rel.relevant_label }})</th>
+{%- else %}<th>relevant</th><th>not relevant</th>{% endif %}<th>unjudged</th><th>mean relevance</th><th>CI</th><th>results counted</th></tr>
 {%- for p in rel.profiles %}
-<tr><td class="run">{{ p.run }}</td>{% for cls in shown %}<td>{{ p.shares[cls]|pct }}</td>{% endfor %}<td>{{ p.counts.values()|sum }}</td></tr>
+<tr><td class="run">{{ p.run }}</td>{% if rel.graded %}<td>{{ p.shares["highly relevant"]|pct }}</td><td>{{ p.relevant_plus|pct }}</td>{% else %}<td>{{ p.shares["relevant"]|pct }}</td>{% endif %}
+<td>{{ p.shares["not relevant"]|pct }}</td><td>{{ p.shares["unjudged"]|pct }}</td>
+<td>{{ p.mean_relevance.estimate|v(2) if p.mean_relevance else "-" }}</td><td class="ci">{{ p.mean_relevance|ci if p.mean_relevance else "" }}</td><td>{{ p.counts.values()|sum }}</td></tr>
 {%- endfor %}
 </table></div>
+<p class="muted">Shares of the top {{ rel.depth }} results of every question; relevant+ counts highly relevant and relevant together.
+Mean relevance: per question, the mean label of its top {{ rel.depth }} (unjudged = 0), averaged over questions.</p>
 {%- if rel.graded %}
 <details><summary>Mean relevance label by rank</summary>
 <div class="scroll"><table>
@@ -230,10 +274,20 @@ relevant from label {{ rel.high_label }}.{% endif %} Unjudged results count as n
 </section>
 {%- endif %}
 
-{%- if r.trend %}
+{%- if r.trend or r.trend_notes %}
 <section id="rb-trend">
-<h2>Trend over saved runs</h2>
-{% if plots.trend %}<figure>{{ plots.trend }}</figure>{% endif %}
+<h2>Trend over saved runs{% if r.trend_metric %}: {{ r.trend_metric }}{% endif %}</h2>
+{%- if r.trend_notes %}<ul class="warnings">{% for n in r.trend_notes %}<li>{{ n }}</li>{% endfor %}</ul>{% endif %}
+{%- set groups = trend_groups %}
+{%- if plots.trend %}
+<p class="lead"><label for="rb-trend-select">Run: </label><select id="rb-trend-select">
+{%- if plots.trend %}<option value="all">all runs</option>{% endif %}
+{%- for name, series in groups %}<option value="{{ loop.index0 }}">{{ name }}</option>{% endfor %}</select></p>
+{%- endif %}
+{% if plots.trend %}<figure data-series="all">{{ plots.trend }}</figure>{% endif %}
+{%- for name, series in groups %}{% set svg = plots.get("trend." ~ loop.index0) %}{% if svg %}
+<figure data-series="{{ loop.index0 }}">{{ svg }}</figure>{% endif %}{% endfor %}
+{%- if plots.trend %}<script>{{ selector_js }}</script>{% endif %}
 <details><summary>Values</summary>
 <table><tr><th class="l">series</th><th class="l">saved</th><th>record</th><th>mean</th></tr>
 {%- for s in r.trend %}{% for pt in s.points %}
@@ -250,6 +304,25 @@ relevant from label {{ rel.high_label }}.{% endif %} Unjudged results count as n
 <details{% if loop.first %} open{% endif %}><summary>{{ rq.run }}: best and worst by {{ rq.metric }}</summary>
 <h3>Worst</h3>{{ query_table(rq.worst, True, rq.metric) }}
 <h3>Best</h3>{{ query_table(rq.best, True, rq.metric) }}
+</details>
+{%- endfor %}
+</section>
+{%- endif %}
+
+{%- if r.failed_top1 %}
+<section id="rb-failed">
+<h2>Failed questions</h2>
+<p class="lead">A question fails when its top result is judged not relevant (label 0). A top result without a judgment is
+counted apart: judge it before calling it a miss.</p>
+<div class="scroll"><table>
+<tr><th class="l">run</th><th>failed</th><th>share</th><th>top result unjudged</th><th>no result</th></tr>
+{%- for f in r.failed_top1 %}
+<tr><td class="run">{{ f.run }}</td><td>{{ f.count }}</td><td>{{ (f.count / f.num_queries if f.num_queries else none)|pct }}</td><td>{{ f.unjudged }}</td><td>{{ f.empty }}</td></tr>
+{%- endfor %}
+</table></div>
+{%- for f in r.failed_top1 if f.items %}
+<details{% if loop.first %} open{% endif %}><summary>{{ f.run }}: top result judged 0 ({{ f.count }}{% if f.count > f.items|length %}, first {{ f.items|length }} shown{% endif %})</summary>
+{{ query_table(f.items, False, "") }}
 </details>
 {%- endfor %}
 </section>
@@ -287,6 +360,18 @@ relevant from label {{ rel.high_label }}.{% endif %} Unjudged results count as n
 nothing from the network.</footer>
 </div>
 """
+
+#: The trend's run selector: shows the figure whose ``data-series`` is the selected option (``#trend=<i>`` in
+#: the address picks one on load). It reads no data string and loads nothing; without scripts every figure
+#: shows.
+SELECTOR_JS = (
+    "(function(){var s=document.getElementById('rb-trend-select');if(!s)return;"
+    "function show(){var f=document.querySelectorAll('#rb-trend figure[data-series]');"
+    "for(var i=0;i<f.length;i++){f[i].hidden=f[i].getAttribute('data-series')!==s.value;}}"
+    "var m=/[#&]trend=([A-Za-z0-9]+)/.exec(location.hash);if(m){s.value=m[1];}"
+    "if(s.selectedIndex<0){s.selectedIndex=0;}"
+    "s.addEventListener('change',show);show();})();"
+)
 
 PAGE = """<!DOCTYPE html>
 <html lang="en">
@@ -352,8 +437,15 @@ def render(report: Report, *, plots: bool = True, fragment: bool = False) -> str
 
         # matplotlib writes the SVG and escapes every label in it: trusted markup.
         svgs = {name: markupsafe.Markup(svg) for name, svg in render_plots(report).items()}
+    from rankbridge.reports.plots import trend_groups
+
     body = env.from_string(TEMPLATE).render(
-        r=report, plots=_Plots(svgs), css=markupsafe.Markup(CSS), classes=RELEVANCE_CLASSES
+        r=report,
+        plots=_Plots(svgs),
+        css=markupsafe.Markup(CSS),
+        classes=RELEVANCE_CLASSES,
+        trend_groups=trend_groups(report),
+        selector_js=markupsafe.Markup(SELECTOR_JS),
     )
     if fragment:
         return str(body)

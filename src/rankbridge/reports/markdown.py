@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rankbridge.reports.model import (
-    RELEVANCE_CLASSES,
     QueryItem,
     escape_controls,
     fmt_ci,
@@ -125,6 +124,38 @@ def _query_rows(items: Sequence[QueryItem], with_value: bool) -> list[list[str]]
     return rows
 
 
+def _rerank(report: Report) -> list[str]:
+    rr = report.rerank
+    assert rr is not None
+    out = ["## With and without reranker", "", escape(rr.note), ""]
+    if not rr.paired:
+        return out
+    header = ["strategy", "without", "with", f"{rr.metric} without", f"{rr.metric} with", "difference", "CI", "p"]
+    header += [f"mean relevance without (top {rr.depth})", "mean relevance with"]
+    rows = []
+    for row in rr.rows:
+        m0, r0 = row.values["without"], row.relevance["without"]
+        m1, r1 = row.values.get("with"), row.relevance.get("with")
+        cells = [escape(row.strategy), escape(row.without), escape(row.with_) if row.with_ else "-"]
+        cells += [
+            f"{fmt_value(m0.estimate)} {fmt_ci(m0)}",
+            "-" if m1 is None else f"{fmt_value(m1.estimate)} {fmt_ci(m1)}",
+        ]
+        if row.difference is None:
+            cells += ["-", "-", "-"]
+        else:
+            star = " *" if row.significant else ""
+            cells += [fmt_diff(row.difference.estimate) + star, fmt_ci(row.difference, sign=True), fmt_p(row.pvalue)]
+        cells += [
+            f"{fmt_value(r0.estimate, 2)} {fmt_ci(r0, 2)}",
+            "-" if r1 is None else f"{fmt_value(r1.estimate, 2)} {fmt_ci(r1, 2)}",
+        ]
+        rows.append(cells)
+    out += _table(header, rows, "lll" + "r" * 7)
+    out.append("")
+    return out
+
+
 def render(report: Report) -> str:
     """The whole report as Markdown text."""
     out: list[str] = [f"# {escape(report.title)}", ""]
@@ -138,6 +169,13 @@ def render(report: Report) -> str:
         f" (alpha {s['alpha']:g}). Generated {escape(report.generated_at)} by rankbridge {report.rankbridge_version}."
     )
     out.append("")
+
+    rec = report.recommendation
+    if rec is not None:
+        out += ["## Recommended strategy", "", f"**{escape(rec.text)}**", ""]
+        out += [f"- {escape(n)}" for n in rec.notes]
+        if rec.notes:
+            out.append("")
 
     out += ["## Headlines", ""]
     for h in report.headlines:
@@ -181,6 +219,9 @@ def render(report: Report) -> str:
         out += [f"- {r.metric}, {escape(r.run)}: {escape(r.warning or '')}" for r in weak]
         out.append("")
 
+    if report.rerank is not None:
+        out += _rerank(report)
+
     if report.cutoffs is not None:
         c = report.cutoffs
         out += ["## By rank cut-off", ""]
@@ -207,12 +248,34 @@ def render(report: Report) -> str:
     if report.relevance is not None:
         rel = report.relevance
         out += ["## Relevance of the results", "", escape(rel.reading), ""]
-        classes = [c for c in RELEVANCE_CLASSES if rel.graded or c != "highly relevant"]
-        names = [f"highly relevant (>= {rel.high_label})" if c == "highly relevant" else c for c in classes]
-        out += _table(
-            ["run", *names], [[escape(p.run), *(fmt_pct(p.shares[c]) for c in classes)] for p in rel.profiles]
-        )
-        out.append("")
+        header = ["run"]
+        prows: list[list[str]] = []
+        for prof in rel.profiles:
+            prow = [escape(prof.run)]
+            if rel.graded:
+                prow += [fmt_pct(prof.shares["highly relevant"]), fmt_pct(prof.relevant_plus)]
+            else:
+                prow.append(fmt_pct(prof.shares["relevant"]))
+            prow += [fmt_pct(prof.shares["not relevant"]), fmt_pct(prof.shares["unjudged"])]
+            mr = prof.mean_relevance
+            prow.append("-" if mr is None else f"{fmt_value(mr.estimate, 2)} {fmt_ci(mr, 2)}")
+            prows.append(prow)
+        if rel.graded:
+            header += [f"highly relevant (= {rel.high_label})", f"relevant+ (>= {rel.relevant_label})"]
+            header.append(
+                f"not relevant (0-{rel.relevant_label - 1})" if rel.relevant_label > 1 else "not relevant (0)"
+            )
+        else:
+            header += ["relevant (1)", "not relevant (0)"]
+        header += ["unjudged", "mean relevance"]
+        out += _table(header, prows)
+        out += [
+            "",
+            f"Shares of the top {rel.depth} results of every question (they add up to 100% without relevant+, "
+            "which counts highly relevant and relevant together). Mean relevance: per question the mean label "
+            f"of its top {rel.depth} (unjudged = 0), averaged over questions, with its interval.",
+            "",
+        ]
         if rel.graded:
             out += ["Mean relevance label by rank (unjudged = 0):", ""]
             header = ["run", *(str(i) for i in range(1, rel.depth + 1))]
@@ -229,15 +292,21 @@ def render(report: Report) -> str:
         out += _table(["column", "run", "mean", "CI", "n"], rows, "llrrr")
         out += ["", f"> {escape(rg.note)}", ""]
 
-    if report.trend:
+    if report.trend or report.trend_notes:
         out += ["## Trend over saved runs", ""]
+        if report.trend_metric:
+            out += [f"Metric: {escape(report.trend_metric)}, one series per run name (and per comparable group).", ""]
+        out += [f"- {escape(n)}" for n in report.trend_notes]
+        if report.trend_notes:
+            out.append("")
         rows = []
         for series in report.trend:
             for p in series.points:
                 rid = "" if p.record_id is None else str(p.record_id)
                 rows.append([escape(series.label), escape(p.timestamp), rid, fmt_value(p.mean)])
-        out += _table(["series", "saved", "record", "mean"], rows, "lllr")
-        out.append("")
+        if rows:
+            out += _table(["series", "saved", "record", "mean"], rows, "lllr")
+            out.append("")
 
     if report.queries:
         out += ["## Best and worst questions", ""]
@@ -250,6 +319,33 @@ def render(report: Report) -> str:
                     ["question", rq.metric, "first relevant", "expected", "retrieved", "top chunk"],
                     _query_rows(items, True),
                     "lrrlll",
+                )
+                out.append("")
+
+    if report.failed_top1:
+        out += ["## Failed questions (top result judged not relevant)", ""]
+        out += _table(
+            ["run", "failed", "share", "top result unjudged", "no result"],
+            [
+                [
+                    escape(f.run),
+                    str(f.count),
+                    fmt_pct(f.count / f.num_queries if f.num_queries else None),
+                    str(f.unjudged),
+                    str(f.empty),
+                ]
+                for f in report.failed_top1
+            ],
+        )
+        out.append("")
+        for f in report.failed_top1:
+            if f.items:
+                more = f" (first {len(f.items)} of {f.count})" if f.count > len(f.items) else ""
+                out += [f"*{escape(f.run)}: top result judged 0{more}*", ""]
+                out += _table(
+                    ["question", "first relevant", "expected", "retrieved", "top chunk"],
+                    _query_rows(f.items, False),
+                    "lrlll",
                 )
                 out.append("")
 

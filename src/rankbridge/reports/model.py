@@ -47,9 +47,10 @@ import numpy as np
 from rankbridge.compare import Comparison, FailedQuery, Failures, SliceTable
 from rankbridge.compare import failures as compute_failures
 from rankbridge.errors import InputError
+from rankbridge.evaluate import Evaluation, evaluate
 from rankbridge.metrics.measures import Measure, parse_measure
 from rankbridge.metrics.ranking import HitTable, compute
-from rankbridge.metrics.stats import Interval, confidence_interval
+from rankbridge.metrics.stats import Interval, confidence_interval, paired_difference_ci, paired_test
 from rankbridge.types import GoldenSet, Qrels, Run
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,20 +60,26 @@ __all__ = [
     "CategoryRow",
     "CategoryTable",
     "CutoffTable",
+    "FailedTop1",
     "FailureList",
     "Headline",
     "QueryItem",
     "RagasSection",
+    "Recommendation",
     "RelevanceProfile",
     "RelevanceSection",
     "Report",
+    "RerankRow",
+    "RerankSection",
     "RunFailureSummary",
     "RunQueries",
     "StrategyRow",
     "TrendPoint",
     "TrendSeries",
     "build_report",
+    "escape_controls",
     "plain_reading",
+    "trend_from_history",
 ]
 
 #: Rank cut-offs of the "metric by rank cut-off" table (those deeper than every run are left out).
@@ -1375,6 +1382,278 @@ def _relevance(cmp: Comparison, depth: int) -> RelevanceSection | None:
     )
 
 
+def _values_of(cmp: Comparison, ev: Evaluation, measure: Measure) -> np.ndarray | None:
+    """Per-question values of ``measure`` for one evaluation (from its values, else its hit table)."""
+    name = str(measure)
+    if name in ev.values:
+        return np.asarray(ev.values[name], dtype=np.float64)
+    if ev.table is not None:
+        return np.asarray(compute(ev.table, measure), dtype=np.float64)
+    return None
+
+
+def _bounds(measure: Measure) -> tuple[float, float] | None:
+    return (0.0, 1.0) if measure.name in _UNIT_MEASURES else (0.0, math.inf)
+
+
+_UNIT_MEASURES = {"hit_rate", "mrr", "precision", "recall", "map", "ndcg", "ndcg_exp", "r_precision", "judged"}
+
+
+def _paired(cmp: Comparison, a: np.ndarray, b: np.ndarray) -> tuple[Interval, float]:
+    """``mean(a - b)`` with its interval and the comparison's paired test (unadjusted p)."""
+    diff = paired_difference_ci(
+        a,
+        b,
+        level=cmp.level,
+        method=cmp.ci_method,  # type: ignore[arg-type]
+        n_resamples=cmp.n_resamples,
+        seed=cmp.seed,
+    )
+    result = paired_test(a, b, cmp.test, n_resamples=cmp.n_resamples, seed=cmp.seed)  # type: ignore[arg-type]
+    return diff, float(result.pvalue)
+
+
+def _recommendation(cmp: Comparison, recommend_by: str) -> Recommendation | None:
+    asked = parse_measure(recommend_by)
+    measure, notes = asked, []
+    values = {r: _values_of(cmp, cmp.evaluations[r], asked) for r in cmp.runs}
+    if any(v is None for v in values.values()):
+        measure = parse_measure(cmp.metrics[0]) if not cmp.metrics[0].startswith(RAGAS_PREFIX) else None  # type: ignore[assignment]
+        if measure is None:
+            return None
+        notes.append(
+            f"{asked} cannot be computed from these evaluations (no hit tables); the recommendation uses {measure}"
+        )
+        values = {r: _values_of(cmp, cmp.evaluations[r], measure) for r in cmp.runs}
+        if any(v is None for v in values.values()):
+            return None
+    vals: dict[str, np.ndarray] = {r: v for r, v in values.items() if v is not None}
+    name = str(measure)
+    if name in cmp.means:
+        means = {r: cmp.means[name][r] for r in cmp.runs}
+    else:
+        means = {r: _interval(cmp, vals[r], _bounds(measure)) for r in cmp.runs}
+    order = sorted(cmp.runs, key=lambda r: (-means[r].estimate, cmp.runs.index(r)))
+    best = order[0]
+    depths = [int(t.n_ret.max()) for t in _tables(cmp).values() if t.num_queries]
+    if measure.k is not None and depths and max(depths) < measure.k:
+        notes.append(
+            f"the runs return at most {max(depths)} results, so {name} counts their top {max(depths)} "
+            f"(a deeper list could score higher)"
+        )
+    iv = means[best]
+    lead = f"Recommended: {best}, the best {name} ({fmt_value(iv.estimate)} {fmt_ci(iv)})"
+    if len(order) == 1:
+        return Recommendation(
+            name, best, iv, None, None, None, None, False, None, cmp.test, lead + "; the only strategy.", tuple(notes)
+        )
+    second = order[1]
+    adjusted = False
+    if name in cmp.paired and cmp.baseline in (best, second):
+        other = second if best == cmp.baseline else best
+        pc = cmp.paired[name][other]
+        diff = pc.difference if best == other else _flip(pc.difference)
+        p, adjusted = pc.pvalue_adjusted, True
+    else:
+        diff, p = _paired(cmp, vals[best], vals[second])
+    significant = bool(p < cmp.alpha) and diff.estimate > 0
+    p_text = f"p adj {fmt_p(p)}" if adjusted else f"p {fmt_p(p)}, {cmp.test} test"
+    versus = f"{fmt_diff(diff.estimate)} {fmt_ci(diff, sign=True)}, {p_text}"
+    if means[best].estimate == means[second].estimate:
+        text = f"{lead}, tied with {second}: the two cannot be told apart ({versus})."
+        significant = False
+    elif significant:
+        text = f"{lead}, significantly better than the runner-up {second} ({versus})."
+    else:
+        text = (
+            f"{lead}, but not significantly better than the runner-up {second} ({versus}): on these "
+            f"{cmp.num_queries} questions the two cannot be told apart."
+        )
+    return Recommendation(
+        name, best, iv, second, means[second], diff, p, adjusted, significant, cmp.test, text, tuple(notes)
+    )
+
+
+#: Run names that say "this is ``x`` after a reranker": ``x+rerank``, ``x + reranker``, ``x+rerank(...)``,
+#: ``x (reranked)``, case-insensitive.
+RERANK_NAME = re.compile(r"^(?P<base>.+?)(?:\s*\+\s*rerank(?:ed|er)?(?:\s*[:(\[].*)?|\s+\(reranked\))$", re.IGNORECASE)
+
+
+def _rerank_pairs(
+    cmp: Comparison, runs: Mapping[str, Run] | None, given: Mapping[str, str] | None, stage: str
+) -> list[tuple[str, str, str | None, str]]:
+    """``(strategy, without, with, source)``: given pairs, then name pairs, then stages."""
+    out: list[tuple[str, str, str | None, str]] = []
+    used: set[str] = set()
+    for with_, without in (given or {}).items():
+        if with_ not in cmp.runs or without not in cmp.runs:
+            raise InputError(
+                f"reranker_pairs: {with_!r} -> {without!r} names a run the comparison lacks; it has "
+                f"{', '.join(map(repr, cmp.runs))}"
+            )
+        out.append((without, without, with_, "given"))
+        used.update((with_, without))
+    for run in cmp.runs:
+        m = RERANK_NAME.match(run)
+        if run in used or m is None:
+            continue
+        base = m.group("base").strip()
+        if base in cmp.runs and base not in used:
+            out.append((base, base, run, "name"))
+            used.update((run, base))
+    for run in cmp.runs:
+        if run in used or runs is None or not isinstance(runs.get(run), Run) or stage not in runs[run].stages:
+            continue
+        m = RERANK_NAME.match(run)
+        base = m.group("base").strip() if m else run
+        out.append((base, f"{run} [{stage}]", run, "stage"))
+        used.add(run)
+    return out
+
+
+def _rerank(
+    cmp: Comparison,
+    rec: Recommendation | None,
+    runs: Mapping[str, Run] | None,
+    judgments: Any,
+    given: Mapping[str, str] | None,
+    stage: str,
+    depth: int,
+) -> RerankSection | None:
+    tables = _tables(cmp)
+    if rec is None or len(tables) != len(cmp.runs):
+        return None
+    measure = parse_measure(rec.metric)
+    d = _relevance_depth(tables, depth)
+    scale = float(max(_label_scale(tables), 1))
+    pairs = _rerank_pairs(cmp, runs, given, stage)
+
+    def stats(ev: Evaluation) -> tuple[np.ndarray, Interval, Interval]:
+        v = _values_of(cmp, ev, measure)
+        assert v is not None and ev.table is not None  # every evaluation has a table here
+        iv = cmp.means[rec.metric][ev_name[id(ev)]] if rec.metric in cmp.means and id(ev) in ev_name else None
+        return (
+            v,
+            iv or _interval(cmp, v, _bounds(measure)),
+            _interval(cmp, _mean_relevance_values(ev.table, d), (0.0, scale)),
+        )
+
+    ev_name = {id(cmp.evaluations[r]): r for r in cmp.runs}
+    rows: list[RerankRow] = []
+    paired_runs: set[str] = set()
+    skipped: list[str] = []
+    for strategy, without, with_, source in pairs:
+        ev_with = cmp.evaluations[with_]  # type: ignore[index]
+        if source == "stage":
+            if judgments is None:
+                skipped.append(f"{with_} (no judgments to score its {stage!r} stage: pass qrels= or golden=)")
+                continue
+            pre = runs[with_].to_stage(stage)  # type: ignore[index]
+            ev_without = evaluate(judgments, pre, [measure])
+            if ev_without.query_ids != cmp.query_ids or ev_without.table is None:
+                skipped.append(f"{with_} (its {stage!r} stage covers other questions)")
+                continue
+        else:
+            ev_without = cmp.evaluations[without]
+        v0, m0, r0 = stats(ev_without)
+        v1, m1, r1 = stats(ev_with)
+        diff, p = _paired(cmp, v1, v0)
+        rows.append(
+            RerankRow(
+                strategy,
+                without,
+                with_,
+                source,
+                rec.metric,
+                {"without": m0, "with": m1},
+                {"without": r0, "with": r1},
+                diff,
+                p,
+                bool(p < cmp.alpha),
+            )
+        )
+        paired_runs.update((without, with_))  # type: ignore[arg-type]
+    for run in cmp.runs:
+        if run in paired_runs:
+            continue
+        _, m0, r0 = stats(cmp.evaluations[run])
+        rows.append(RerankRow(run, run, None, None, rec.metric, {"without": m0}, {"without": r0}))
+    how = (
+        f"Runs are paired by their {stage!r} stage (the list before the reranker or postprocessor, "
+        "Run.stages) or by name ('x' with 'x+rerank', 'x+reranker', 'x+rerank(...)' or 'x (reranked)')"
+    )
+    n_paired = sum(1 for r in rows if r.with_ is not None)
+    if n_paired == 0:
+        note = f"No strategy has a reranker variant. {how}."
+    else:
+        note = (
+            f"{n_paired} strateg{'y' if n_paired == 1 else 'ies'} with and without reranker. {how}; the "
+            f"difference is with - without on the same questions, {cmp.test} test, not adjusted."
+        )
+    if skipped:
+        note += " Not paired: " + "; ".join(skipped) + "."
+    rows.sort(key=lambda r: r.with_ is None)
+    return RerankSection(metric=rec.metric, depth=d, rows=tuple(rows), note=note)
+
+
+def _failed_top1(
+    cmp: Comparison,
+    runs: Mapping[str, Run] | None,
+    judgments: Any,
+    query_texts: Mapping[str, str],
+    texts: Mapping[str, str],
+    max_items: int,
+) -> tuple[FailedTop1, ...]:
+    q = None
+    if judgments is not None:
+        q = (
+            judgments.qrels
+            if isinstance(judgments, GoldenSet)
+            else (judgments if isinstance(judgments, Qrels) else Qrels(judgments))
+        )
+    out = []
+    for run in cmp.runs:
+        t = cmp.evaluations[run].table
+        if t is None:
+            continue
+        first = t.hit_rank == 1
+        top_label = np.full(t.num_queries, np.iinfo(np.int64).min, dtype=np.int64)
+        top_label[t.hit_query[first]] = t.hit_label[first]
+        judged_top = top_label != np.iinfo(np.int64).min
+        failed = np.flatnonzero(judged_top & (top_label <= 0) & (t.n_ret > 0))
+        unjudged = int(((~judged_top) & (t.n_ret > 0)).sum())
+        items = []
+        r = runs.get(run) if runs is not None else None
+        for i in failed[:max_items]:
+            qid = t.query_ids[int(i)]
+            expected: tuple[str, ...] = ()
+            if q is not None and qid in q:
+                expected = tuple(d for d, lab in sorted(q[qid].items(), key=lambda x: (-x[1], x[0])) if lab >= 1)
+            retrieved: tuple[str, ...] = ()
+            top_score = None
+            if isinstance(r, Run) and qid in r:
+                hits = r.hits(qid)
+                retrieved = tuple(h.doc_id for h in hits[:5])
+                top_score = hits[0].score if hits else None
+            rank = None
+            if isinstance(r, Run) and qid in r:
+                rank = next((j + 1 for j, h in enumerate(r.hits(qid)) if h.doc_id in set(expected)), None)
+            items.append(
+                QueryItem(
+                    query_id=qid,
+                    query=query_texts.get(qid),
+                    run=run,
+                    expected=expected,
+                    retrieved=retrieved,
+                    top_score=top_score,
+                    first_relevant_rank=rank,
+                    top_text=_shorten(texts.get(retrieved[0])) if retrieved else None,
+                )
+            )
+        out.append(FailedTop1(run, len(failed), unjudged, int((t.n_ret == 0).sum()), t.num_queries, tuple(items)))
+    return tuple(out)
+
+
 def _ragas(cmp: Comparison) -> RagasSection | None:
     columns: list[str] = []
     for ev in cmp.evaluations.values():
@@ -1534,30 +1813,102 @@ def _best_worst(
     return tuple(out)
 
 
+def _history_series(metric: str, name: str | None, trend: Any) -> list[TrendSeries]:
+    """A store :class:`~rankbridge.store.Trend` as report series: one per comparable group, current first."""
+    groups = list(getattr(trend, "series", ()))
+    if not groups:
+        return [TrendSeries(metric, name, tuple(_trend_point(p) for p in trend))] if len(trend) else []
+    current = getattr(trend, "current", None)
+    order = ([current] if current is not None else []) + [i for i in range(len(groups)) if i != current]
+    return [
+        TrendSeries(
+            metric,
+            name,
+            tuple(_trend_point(p) for p in groups[i].points),
+            group=str(groups[i].label),
+            current=i == current or (current is None and i == order[0]),
+        )
+        for i in order
+        if groups[i].points
+    ]
+
+
+def _trend_notes(trend: Any, metric: str, name: str | None) -> list[str]:
+    who = f"{metric} ({name})" if name is not None else metric
+    return [f"trend of {who}: {n}" for n in getattr(trend, "notes", ())]
+
+
 def _trend_series(trend: Any) -> tuple[TrendSeries, ...]:
+    return _trend_parts(trend)[0]
+
+
+def _trend_parts(trend: Any) -> tuple[tuple[TrendSeries, ...], tuple[str, ...]]:
+    """Report series and notes from what ``build_report(trend=...)`` accepts."""
     if trend is None:
-        return ()
+        return (), ()
     if isinstance(trend, TrendSeries):
-        return (trend,)
+        return (trend,), ()
+    if hasattr(trend, "series") and hasattr(trend, "metric"):  # one rankbridge.store.Trend
+        return tuple(_history_series(str(trend.metric), trend.name, trend)), tuple(
+            _trend_notes(trend, str(trend.metric), trend.name)
+        )
     if isinstance(trend, Mapping):
-        out = []
+        out: list[TrendSeries] = []
+        notes: list[str] = []
         for key, points in trend.items():
             if isinstance(key, tuple):
                 metric, name = str(key[0]), (None if key[1] is None else str(key[1]))
             else:
                 metric, name = str(key), None
-            out.append(TrendSeries(metric, name, tuple(_trend_point(p) for p in points)))
-        return tuple(out)
+            if hasattr(points, "series"):  # a rankbridge.store.Trend: every comparable group, with its notes
+                out.extend(_history_series(metric, name, points))
+                notes.extend(_trend_notes(points, metric, name))
+            else:
+                out.append(TrendSeries(metric, name, tuple(_trend_point(p) for p in points)))
+        return tuple(out), tuple(notes)
     if isinstance(trend, Sequence) and not isinstance(trend, (str, bytes)):
         if not all(isinstance(t, TrendSeries) for t in trend):
             raise InputError(
                 "trend: expected {metric or (metric, name): [TrendPoint...]} or a list of TrendSeries, "
                 f"found a list with {type(next(t for t in trend if not isinstance(t, TrendSeries))).__name__}"
             )
-        return tuple(trend)
+        return tuple(trend), ()
     raise InputError(
         f"trend: expected a dict of metric -> points or a list of TrendSeries, found {type(trend).__name__}"
     )
+
+
+def trend_from_history(history: Any, metric: str, names: Sequence[str]) -> tuple[dict[tuple[str, str], Any], list[str]]:
+    """Read ``metric``'s trend of each run name from a history store (a path or an open RunStore).
+
+    Returns
+    -------
+    trends, notes
+        ``{(metric, name): Trend}`` for the names with saved records, and the store's warnings.
+    """
+    import warnings as _warnings
+
+    from rankbridge.store import RunStore
+
+    trends: dict[tuple[str, str], Any] = {}
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        if isinstance(history, RunStore):
+            for name in names:
+                found = history.trend(metric, name)
+                if found.series or len(found):
+                    trends[(metric, name)] = found
+        else:
+            if not os.path.exists(os.fspath(history)):
+                raise InputError(f"history: no history file at {os.fspath(history)}")
+            with RunStore(history, create=False) as store:
+                for name in names:
+                    found = store.trend(metric, name)
+                    if found.series or len(found):
+                        trends[(metric, name)] = found
+    # the store's warnings repeat the trends' notes, which the report shows per series
+    notes = [] if trends else [str(w.message) for w in caught]
+    return trends, notes
 
 
 def _trend_point(p: Any) -> TrendPoint:
@@ -1635,6 +1986,11 @@ def build_report(
     max_items: int = 10,
     generated_at: str | datetime | None = None,
     extra_warnings: Sequence[str] = (),
+    recommend_by: str = RECOMMEND_BY,
+    history: str | os.PathLike[str] | Any | None = None,
+    trend_metric: str | None = None,
+    reranker_pairs: Mapping[str, str] | None = None,
+    rerank_stage: str = RERANK_STAGE,
 ) -> Report:
     """Build a :class:`Report` from a comparison and whatever else is at hand.
 
@@ -1676,6 +2032,22 @@ def build_report(
         The time stamp to print (default: now, UTC); pass a fixed one for reproducible files.
     extra_warnings:
         More warnings to show (e.g. from loading a trend).
+    recommend_by:
+        The metric that picks the recommended strategy (default ``"dcg@10"``, Databricks' headline);
+        computed from the evaluations' hit tables when the comparison lacks it. The recommendation says
+        whether the best run is significantly better than the runner-up.
+    history:
+        A run history store (a path or an open :class:`~rankbridge.store.RunStore`): the trend of
+        ``trend_metric`` for every run name of the comparison is read from it (unless ``trend`` is given).
+    trend_metric:
+        The metric of the trend read from ``history`` (default: ``recommend_by`` when the store has it,
+        else the comparison's first metric).
+    reranker_pairs:
+        ``{run with reranker: run without}``, to pair runs whose names do not follow the convention.
+        Otherwise ``"x"`` pairs with ``"x+rerank"`` / ``"x+reranker"`` / ``"x+rerank(...)"`` /
+        ``"x (reranked)"``, and a run with a ``rerank_stage`` stage pairs with that stage.
+    rerank_stage:
+        The stage that holds a run's list before its reranker (``Run.stages``; default ``"retrieved"``).
 
     Returns
     -------
@@ -1774,6 +2146,32 @@ def build_report(
                 "judge them (rankbridge judge) before trusting small differences"
             )
     ragas = _ragas(comparison)
+    scored_by: Any = qrels if qrels is not None else gs
+    recommendation = _recommendation(comparison, recommend_by)
+    rerank = _rerank(comparison, recommendation, runs, scored_by, reranker_pairs, rerank_stage, relevance_depth)
+    failed_top1 = _failed_top1(comparison, runs, scored_by, query_texts, texts, max_items)
+
+    trend_series, trend_notes = _trend_parts(trend)
+    chosen_trend_metric = None
+    if trend is None and history is not None:
+        wanted = [str(parse_measure(trend_metric))] if trend_metric is not None else []
+        if not wanted:
+            wanted = [recommendation.metric] if recommendation is not None else []
+            wanted += [m for m in comparison.metrics if m not in wanted]
+        read_notes: list[str] = []
+        for metric_name in wanted:
+            found, read_notes = trend_from_history(history, metric_name, comparison.runs)
+            if found:
+                trend_series, trend_notes = _trend_parts(found)
+                chosen_trend_metric = metric_name
+                break
+        else:
+            trend_notes = (
+                f"the history has no saved run of {', '.join(comparison.runs)} with {' or '.join(wanted)}",
+                *read_notes,
+            )
+    if chosen_trend_metric is None and trend_series:
+        chosen_trend_metric = trend_series[0].metric
 
     if generated_at is None:
         stamp = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
@@ -1808,9 +2206,14 @@ def build_report(
         failures=fail_sections,
         unsolved=unsolved,
         failures_k=failures.k if failures is not None else None,
-        trend=_trend_series(trend),
+        trend=trend_series,
         relevance=relevance,
         ragas=ragas,
         warnings=tuple(dict.fromkeys(warnings)),
         notes=_notes(comparison, ragas is not None),
+        recommendation=recommendation,
+        rerank=rerank,
+        failed_top1=failed_top1,
+        trend_metric=chosen_trend_metric,
+        trend_notes=tuple(dict.fromkeys(trend_notes)),
     )

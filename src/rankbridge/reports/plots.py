@@ -324,7 +324,7 @@ def _percent() -> Any:
 
 def trend_plot(report: Report) -> str | None:
     """Each trend series' mean over saved runs, oldest first."""
-    series = [s for s in report.trend if s.points]
+    series = [s for s in report.trend if s.points and s.current]
     if not series:
         return None
     fig = _figure(9.0, 2.8)
@@ -350,6 +350,92 @@ def trend_plot(report: Report) -> str | None:
     return _svg(fig, "metric trend over saved runs")
 
 
+def trend_groups(report: Report) -> list[tuple[str, list[Any]]]:
+    """The trend series grouped by run name, in the report's order: ``[(name or metric, [series...])]``."""
+    groups: dict[str, list[Any]] = {}
+    for series in report.trend:
+        if series.points:
+            groups.setdefault(series.name if series.name is not None else series.metric, []).append(series)
+    return list(groups.items())
+
+
+def trend_plot_of(report: Report, name: str, series: Sequence[Any]) -> str:
+    """One run name's trend: every comparable group of its saved runs, the current one solid."""
+    fig = _figure(9.0, 2.8)
+    ax = fig.subplots()
+    stamps: list[str] = sorted({p.timestamp for s in series for p in s.points})
+    index = {t: i for i, t in enumerate(stamps)}
+    for i, s in enumerate(series):
+        ax.plot(
+            [index[p.timestamp] for p in s.points],
+            [p.mean for p in s.points],
+            marker="o",
+            markersize=4,
+            linewidth=1.6,
+            linestyle="-" if s.current else "--",
+            color=_color(i),
+            label=_short(s.label if len(series) > 1 else s.metric, 48),
+        )
+    step = max(1, math.ceil(len(stamps) / 10))
+    ticks = list(range(0, len(stamps), step))
+    ax.set_xticks(ticks, [_day(stamps[t]) for t in ticks], rotation=20)
+    ax.set_xlabel("saved run")
+    ax.set_title(f"{report.trend_metric or series[0].metric} over saved runs: {_short(name, 40)}")
+    ax.legend(loc="best", fontsize=8)
+    return _svg(fig, f"trend over saved runs of {name}")
+
+
+def rerank_bars(report: Report) -> str | None:
+    """The headline metric per strategy, without and with its reranker, each with its interval."""
+    rr = report.rerank
+    if rr is None or not rr.paired:
+        return None
+    rows = rr.rows
+    fig = _figure(max(4.5, 1.3 * len(rows) + 1.5), 3.0)
+    ax = fig.subplots()
+    width = 0.38
+    for j, (key, label, color) in enumerate(
+        (("without", "without reranker", "#9ecae1"), ("with", "with reranker", PALETTE[0]))
+    ):
+        xs, est, lo, hi = [], [], [], []
+        for i, row in enumerate(rows):
+            iv = row.values.get(key)
+            if iv is None:
+                continue
+            xs.append(i + (j - 0.5) * width if row.with_ is not None else i)
+            est.append(iv.estimate)
+            lo.append(0.0 if math.isnan(iv.low) else max(0.0, iv.estimate - iv.low))
+            hi.append(0.0 if math.isnan(iv.high) else max(0.0, iv.high - iv.estimate))
+        bars = ax.bar(
+            xs,
+            est,
+            width=width,
+            yerr=[lo, hi],
+            color=color,
+            label=label,
+            capsize=3,
+            error_kw={"elinewidth": 1.0, "ecolor": "#333333"},
+        )
+        for b, e, h in zip(bars, est, hi, strict=True):
+            if not math.isnan(e):
+                ax.annotate(
+                    fmt_value(e),
+                    (b.get_x() + b.get_width() / 2, e + h),
+                    xytext=(0, 2),
+                    textcoords="offset points",
+                    ha="center",
+                    va="bottom",
+                    fontsize=7.5,
+                )
+    ax.set_xticks(range(len(rows)), [_short(r.strategy, 22) for r in rows], rotation=15 if len(rows) > 3 else 0)
+    ax.grid(axis="x", visible=False)
+    ax.set_title(
+        f"{rr.metric} per strategy, without and with reranker ({report.settings.get('level', 0.95):.0%} intervals)"
+    )
+    ax.legend(loc="upper left", fontsize=8)
+    return _svg(fig, f"{rr.metric} per strategy with and without reranker")
+
+
 def _day(stamp: str) -> str:
     return stamp[:16].replace("T", " ")
 
@@ -357,7 +443,9 @@ def _day(stamp: str) -> str:
 def render_plots(report: Report, *, which: Sequence[str] | None = None) -> dict[str, str]:
     """Draw the report's plots: ``{name: svg}`` for the sections that have data.
 
-    Names: ``metrics``, ``cutoffs``, ``categories``, ``relevance``, ``trend``.
+    Names: ``metrics``, ``rerank``, ``cutoffs``, ``categories``, ``relevance``, ``trend`` (every run name's
+    current series, when there are several names) and ``trend.<i>`` (the i-th run name of
+    :func:`trend_groups`, every comparable group of its saved runs).
 
     Raises
     ------
@@ -366,6 +454,7 @@ def render_plots(report: Report, *, which: Sequence[str] | None = None) -> dict[
     """
     makers = {
         "metrics": metric_bars,
+        "rerank": rerank_bars,
         "cutoffs": cutoff_lines,
         "categories": category_heatmap,
         "relevance": relevance_plot,
@@ -379,4 +468,10 @@ def render_plots(report: Report, *, which: Sequence[str] | None = None) -> dict[
             svg = make(report)
             if svg is not None:
                 out[name] = svg
+        if which is None or "trend" in which:
+            groups = trend_groups(report)
+            if len(groups) < 2:
+                out.pop("trend", None)  # one run name: its own plot is the whole trend
+            for i, (label, series) in enumerate(groups):
+                out[f"trend.{i}"] = trend_plot_of(report, label, series)
     return out

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from rankbridge.errors import MissingExtraError
 from rankbridge.reports.model import (
-    RELEVANCE_CLASSES,
     QueryItem,
     escape_controls,
     fmt_ci,
@@ -105,6 +104,13 @@ def print_report(report: Report, console: Console | None = None) -> None:
         )
     )
 
+    rec = report.recommendation
+    if rec is not None:
+        console.print()
+        console.print(_t(rec.text, style="bold green" if rec.significant else "bold"))
+        for n in rec.notes:
+            console.print(_t(f"  {n}", style="dim"))
+
     console.print()
     console.print(_t("Headlines", style="bold underline"))
     for h in report.headlines:
@@ -123,7 +129,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
 
     table = Table(title="Strategies", title_justify="left", caption=f"* significant at alpha {s['alpha']:g}")
     for col in ("metric", "run", "mean", f"{level} CI", f"vs {report.baseline}", "CI", "p", "p adj", "d", "W/T/L"):
-        table.add_column(col, justify="left" if col in ("metric", "run") else "right")
+        table.add_column(_t(col), justify="left" if col in ("metric", "run") else "right")
     metrics_seen: set[str] = set()
     for i, r in enumerate(report.strategies):
         last = i + 1 == len(report.strategies) or report.strategies[i + 1].metric != r.metric
@@ -171,12 +177,12 @@ def print_report(report: Report, console: Console | None = None) -> None:
 
     if report.categories is not None:
         cat = report.categories
-        t = Table(title=f"By {cat.by}", title_justify="left")
-        t.add_column(cat.by)
+        t = Table(title=_t(f"By {cat.by}"), title_justify="left")
+        t.add_column(_t(cat.by))
         t.add_column("n", justify="right")
         for m in cat.metrics:
             for run in cat.runs:
-                t.add_column(f"{m}\n{run}", justify="right")
+                t.add_column(_t(m).append("\n").append(_t(run)), justify="right")
         for row in cat.rows:
             cells = [_t(row.name + (" (small)" if row.warning else "")), _t(str(row.n))]
             for m in cat.metrics:
@@ -187,18 +193,34 @@ def print_report(report: Report, console: Console | None = None) -> None:
         console.print()
         console.print(t)
 
+    if report.rerank is not None:
+        _print_rerank(console, report)
+
     if report.relevance is not None:
         rel = report.relevance
-        classes = [c for c in RELEVANCE_CLASSES if rel.graded or c != "highly relevant"]
-        t = Table(title=f"Relevance of the top {rel.depth} results", title_justify="left", caption=rel.reading)
+        t = Table(title=f"Relevance of the top {rel.depth} results", title_justify="left", caption=_t(rel.reading))
         t.add_column("run")
-        for cls in classes:
-            t.add_column(f"{cls} (>= {rel.high_label})" if cls == "highly relevant" else cls, justify="right")
+        if rel.graded:
+            t.add_column(f"highly relevant (= {rel.high_label})", justify="right")
+            t.add_column(f"relevant+ (>= {rel.relevant_label})", justify="right")
+            t.add_column(f"not relevant (< {rel.relevant_label})", justify="right")
+        else:
+            t.add_column("relevant", justify="right")
+            t.add_column("not relevant", justify="right")
+        t.add_column("unjudged", justify="right")
+        t.add_column("mean relevance", justify="right")
         if rel.graded:
             for i in range(1, rel.depth + 1):
                 t.add_column(f"r{i}", justify="right")
         for p in rel.profiles:
-            cells = [_t(p.run), *(_t(fmt_pct(p.shares[c])) for c in classes)]
+            cells = [_t(p.run)]
+            if rel.graded:
+                cells += [_t(fmt_pct(p.shares["highly relevant"])), _t(fmt_pct(p.relevant_plus))]
+            else:
+                cells.append(_t(fmt_pct(p.shares["relevant"])))
+            cells += [_t(fmt_pct(p.shares["not relevant"])), _t(fmt_pct(p.shares["unjudged"]))]
+            mr = p.mean_relevance
+            cells.append(_t("-" if mr is None else f"{fmt_value(mr.estimate, 2)} {fmt_ci(mr, 2)}"))
             if rel.graded:
                 cells += [_t(fmt_value(v, 1)) for v in p.mean_by_rank]
             t.add_row(*cells)
@@ -217,8 +239,12 @@ def print_report(report: Report, console: Console | None = None) -> None:
         console.print(t)
         console.print(_t(rg.note, style="dim"))
 
+    if report.trend_notes:
+        console.print()
+        for n in report.trend_notes:
+            console.print(_t("trend: ", style="yellow").append(_t(n)))
     if report.trend:
-        t = Table(title="Trend over saved runs", title_justify="left")
+        t = Table(title=_t(f"Trend of {report.trend_metric} over saved runs"), title_justify="left")
         for col in ("series", "saved", "mean"):
             t.add_column(col, justify="right" if col == "mean" else "left")
         for series in report.trend:
@@ -230,11 +256,23 @@ def print_report(report: Report, console: Console | None = None) -> None:
     for rq in report.queries:
         if rq.worst:
             console.print(_query_table(f"{rq.run}: worst by {rq.metric}", rq.worst[:5], rq.metric))
+    if report.failed_top1:
+        t = Table(title="Failed questions: top result judged not relevant", title_justify="left")
+        for col in ("run", "failed", "share", "top result unjudged", "no result"):
+            t.add_column(col, justify="left" if col == "run" else "right")
+        for f in report.failed_top1:
+            share = fmt_pct(f.count / f.num_queries if f.num_queries else None)
+            t.add_row(_t(f.run), _t(str(f.count)), _t(share), _t(str(f.unjudged)), _t(str(f.empty)))
+        console.print()
+        console.print(t)
+        for f in report.failed_top1:
+            if f.items:
+                console.print(_query_table(f"{f.run}: top result judged 0", f.items[:5], None))
     if report.failures:
         t = Table(title=f"Failures (hit = a relevant chunk in the top {report.failures_k})", title_justify="left")
         t.add_column("run")
         for fl in report.failures[0].lists:
-            t.add_column(fl.label, justify="right")
+            t.add_column(_t(fl.label), justify="right")
         for rf in report.failures:
             t.add_row(_t(rf.run), *(_t(str(fl.count)) for fl in rf.lists))
         console.print()
@@ -244,6 +282,41 @@ def print_report(report: Report, console: Console | None = None) -> None:
     console.print()
     for note in report.notes:
         console.print(_t(f"· {note}", style="dim"))
+
+
+def _print_rerank(console: Any, report: Report) -> None:
+    from rich.table import Table
+
+    rr = report.rerank
+    assert rr is not None
+    console.print()
+    if not rr.paired:
+        console.print(_t("With and without reranker", style="bold underline"))
+        console.print(_t(rr.note, style="dim"))
+        return
+    t = Table(title="With and without reranker", title_justify="left", caption=_t(rr.note))
+    for col in ("strategy", "without reranker", "with reranker"):
+        t.add_column(col)
+    for col in (f"{rr.metric} without", f"{rr.metric} with", "difference", "p"):
+        t.add_column(col, justify="right")
+    t.add_column(f"mean rel. without (top {rr.depth})", justify="right")
+    t.add_column("mean rel. with", justify="right")
+    for row in rr.rows:
+        m0, r0 = row.values["without"], row.relevance["without"]
+        m1, r1 = row.values.get("with"), row.relevance.get("with")
+        diff = "-" if row.difference is None else fmt_diff(row.difference.estimate) + (" *" if row.significant else "")
+        t.add_row(
+            _t(row.strategy),
+            _t(row.without),
+            _t(row.with_ or "-"),
+            _t(f"{fmt_value(m0.estimate)} {fmt_ci(m0)}"),
+            _t("-" if m1 is None else f"{fmt_value(m1.estimate)} {fmt_ci(m1)}"),
+            _t(diff),
+            _t(fmt_p(row.pvalue)),
+            _t(fmt_value(r0.estimate, 2)),
+            _t("-" if r1 is None else fmt_value(r1.estimate, 2)),
+        )
+    console.print(t)
 
 
 def render_text(report: Report, *, width: int = 120) -> str:
