@@ -4,7 +4,8 @@
 * Run: ``qid Q0 docno rank score tag [anything else]``. The rank column is ignored (trec_eval re-ranks
   by score, ties by docno descending); columns after the tag are ignored, as trec_eval does.
 * Both: CRLF line endings, blank lines, whole-line ``#`` comments and unsorted lines are accepted. A ``#``
-  inside an id is part of the id. A UTF-8 byte-order mark at the start is skipped.
+  inside an id is part of the id. A UTF-8 byte-order mark at the start is skipped. Lines end at LF (a lone
+  CR is whitespace, as in trec_eval).
 
 What trec_eval would read differently from Python is refused, naming the file and line: fields separated by
 Unicode whitespace (``U+00A0``, ``U+2003``: trec_eval splits on ASCII spaces and tabs only), labels that are
@@ -33,29 +34,49 @@ __all__ = ["read_qrels", "read_run", "write_qrels", "write_run"]
 
 
 def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
-    """Yield (line number, fields) of every non-blank, non-comment line."""
+    """Yield (line number, fields) of every non-blank, non-comment line.
+
+    Lines end at LF only and fields are split on ASCII whitespace, as trec_eval splits them: a lone CR is
+    a space. A line that Python would split elsewhere (a Unicode space, an ASCII information separator
+    ``\\x1c``-``\\x1f``) or that holds a NUL is refused. The check runs once per block of lines, and per
+    line only in a block that holds such a character.
+    """
     try:
-        fh = open(path, encoding=ENCODING, newline=None)
+        fh = open(path, encoding=ENCODING, newline="\n")
     except OSError as exc:
         raise ParseError(f"cannot open file: {exc.strerror}", source=str(path)) from None
+    lineno = 0
     with fh:
         try:
-            for lineno, line in enumerate(fh, 1):
-                fields = line.split()
-                if not fields or fields[0].startswith("#"):
-                    continue
-                if not line.isascii():  # str.split() splits on more than trec_eval does
-                    space = unicode_space(line)
-                    if space is not None:
-                        raise ParseError(
-                            f"found the whitespace character {space} in {clip(line.rstrip())}; trec_eval separates "
-                            "fields with ASCII spaces and tabs only, so this line means something else to it",
-                            source=str(path),
-                            line=lineno,
-                        )
-                yield lineno, fields
+            while lines := fh.readlines(1 << 20):
+                block = "".join(lines)
+                suspect = not block.isascii() or any(c in block for c in _SUSPECT)
+                for line in lines:
+                    lineno += 1
+                    fields = line.split()
+                    if suspect and fields:
+                        _check_separators(line, str(path), lineno)
+                    if not fields or fields[0].startswith("#"):
+                        continue
+                    yield lineno, fields
         except UnicodeDecodeError as exc:
             raise decode_error(path, exc) from None
+
+
+_SUSPECT = ("\x00", "\x1c", "\x1d", "\x1e", "\x1f")
+
+
+def _check_separators(line: str, src: str, lineno: int) -> None:
+    if "\x00" in line:
+        raise ParseError(f"found a NUL character in {clip(line.rstrip())}", source=src, line=lineno)
+    space = unicode_space(line)
+    if space is not None:
+        raise ParseError(
+            f"found the whitespace character {space} in {clip(line.rstrip())}; trec_eval separates fields with "
+            "ASCII spaces and tabs only, so this line means something else to it",
+            source=src,
+            line=lineno,
+        )
 
 
 def _columns(f: list[str]) -> str:
