@@ -695,8 +695,8 @@ def _check_bounds(values: np.ndarray, query_ids: Sequence[str], facts: ColumnFac
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(
-            f"runs[{run!r}]: {facts.name} must lie in [{lo:g}, {hi:g}]; query {query_ids[i]!r} has {values[i]!r} "
-            f"({int(bad.sum())} values outside)"
+            f"runs[{run!r}]: {facts.name} must lie in [{lo:g}, {hi:g}]; query {query_ids[i]!r} has "
+            f"{float(values[i])!r} ({int(bad.sum())} values outside)"
         )
 
 
