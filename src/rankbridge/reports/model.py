@@ -825,7 +825,7 @@ class RerankRow:
     strategy:
         The strategy's name without the reranker (``"bm25"`` for ``"bm25+rerank"``).
     without, with_:
-        The run names compared (``"<run> [retrieved]"`` for a run's pre-reranker stage); ``with_`` is None
+        The run names compared (``"<run> (retrieved stage)"`` for a run's pre-reranker stage); ``with_`` is None
         for a strategy without a reranker variant.
     source:
         ``"stage"`` (the run's ``stages["retrieved"]``), ``"name"`` (``x`` / ``x+rerank``), ``"given"``
@@ -1506,7 +1506,7 @@ def _rerank_pairs(
             continue
         m = RERANK_NAME.match(run)
         base = m.group("base").strip() if m else run
-        out.append((base, f"{run} [{stage}]", run, "stage"))
+        out.append((base, f"{run} ({stage} stage)", run, "stage"))
         used.add(run)
     return out
 
