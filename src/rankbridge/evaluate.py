@@ -14,7 +14,7 @@ from rankbridge.errors import IdMismatchError, InputError
 from rankbridge.idmatch import check_run
 from rankbridge.metrics.measures import Measure, parse_measure, parse_measures
 from rankbridge.metrics.ranking import HitTable, build_table, compute
-from rankbridge.types import GoldenSet, Hit, Qrels, Run
+from rankbridge.types import GoldenSet, Hit, Qrels, Run, _plain_ranked
 
 __all__ = ["Evaluation", "IdMismatchWarning", "evaluate"]
 
@@ -265,19 +265,30 @@ def _check_ids(golden: GoldenSet | Qrels, data: Mapping[str, Any], run_obj: Run 
     return "doc ids do not match the qrels: " + message
 
 
-def _as_run_mapping(run: Any) -> tuple[Mapping[str, Any], Run | None]:
-    """The mapping the kernel reads, and the Run object when there is one (errors, cache)."""
+def _as_run_mapping(run: Any) -> tuple[Mapping[str, Any], Run | None, Mapping[str, int]]:
+    """The mapping the kernel reads, the Run object when there is one (errors, cache), and dropped repeats.
+
+    ``{qid: {doc: score}}`` is read in place. ``{qid: [doc ids]}``, ``{qid: [(doc, score), ...]}`` and
+    ``{qid: [Hit, ...]}`` become ``{qid: [doc ids]}`` (repeats dropped, first kept) without building a
+    :class:`Run` or a Python object per hit, when every item is of one plain kind; anything else is
+    validated through a Run, which names the bad item.
+    """
     if isinstance(run, Run):
-        return run._data, run
+        return run._data, run, run.duplicates
     if isinstance(run, Mapping):
         if not run:
-            return {}, None
+            return {}, None, {}
         # Plain dicts are read in place (no copy): check only what is cheap to check.
         if not all(isinstance(q, str) for q in run):
             run = {str(q): v for q, v in run.items()}
         values = list(run.values())
-        if all(isinstance(v, Mapping) for v in values):
-            return run, None
+        kinds = set(map(type, values))
+        if kinds == {dict} or all(isinstance(v, Mapping) for v in values):
+            return run, None, {}
+        if kinds <= {list, tuple}:
+            plain = _plain_ranked(run, values)
+            if plain is not None:
+                return (*plain[:1], None, plain[1])
         # Hit lists (rank order), possibly mixed with {doc: score} queries: validate through a Run.
         mixed = Run()
         for qid, value in run.items():
@@ -290,7 +301,7 @@ def _as_run_mapping(run: Any) -> tuple[Mapping[str, Any], Run | None]:
                     f"run[{qid!r}]: expected {{doc: score}} or a list of doc ids in rank order, "
                     f"found {type(value).__name__}"
                 )
-        return mixed._data, mixed
+        return mixed._data, mixed, mixed.duplicates
     raise InputError(f"run: expected a Run or a dict, found {type(run).__name__}")
 
 
@@ -312,8 +323,9 @@ def evaluate(
         check), a :class:`~rankbridge.Qrels` or ``{qid: {doc: label}}``.
     run:
         A :class:`~rankbridge.Run`, ``{qid: {doc: score}}`` (ranked by score, ties broken by doc id
-        descending as trec_eval does), ``{qid: [doc ids in rank order]}``, or a precomputed
-        :class:`~rankbridge.metrics.ranking.HitTable`.
+        descending as trec_eval does), ``{qid: [doc ids in rank order]}`` (or ``(doc_id, score)``
+        pairs, or :class:`~rankbridge.Hit` objects, in rank order; a repeated doc keeps its first rank),
+        or a precomputed :class:`~rankbridge.metrics.ranking.HitTable`.
     metrics:
         Metric names such as ``"ndcg@10"``, ``"P@5"``, ``"mrr@10"``, ``"recall@100"``.
     missing:
@@ -355,7 +367,7 @@ def evaluate(
         values = {str(m): compute(table, m) for m in measures}
         return Evaluation(measures, table.query_ids, values, missing_policy=missing or "zero", table=table)
     q = _as_qrels(qrels)
-    data, run_obj = _as_run_mapping(run)
+    data, run_obj, dropped = _as_run_mapping(run)
     errors: Mapping[str, str] = run_obj.errors if run_obj is not None else {}
     captured = run_obj is not None and run_obj.config.get("source") == "capture"
     if missing is None:
@@ -378,7 +390,7 @@ def evaluate(
     values = {str(m): compute(table, m) for m in measures}
     nrel = table.num_relevant(1)
     no_relevant = tuple(qid for qid, n in zip(query_ids, nrel.tolist(), strict=True) if n == 0)
-    duplicates = sum(run_obj.duplicates.get(qid, 0) for qid in query_ids) if run_obj is not None else 0
+    duplicates = sum(dropped.get(qid, 0) for qid in query_ids) if dropped else 0
     if captured and missing == "skip" and missing_q:
         notes.append(
             f"the capture saw {len(q) - len(missing_q)} of the {len(q)} golden questions: the means are over "

@@ -20,7 +20,7 @@ import operator
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
+from itertools import chain, pairwise, repeat
 from typing import Any
 
 from rankbridge.errors import InputError, MissingExtraError
@@ -164,6 +164,17 @@ def _missing(value: object) -> bool:
     return type(value).__name__ in ("NAType", "NaTType")
 
 
+def _plain_judgments(data: dict[Any, Any]) -> bool:
+    """True when ``data`` is ``{str: {str: int}}`` throughout (exact types): nothing to convert or check."""
+    docs = data.values()
+    return (
+        set(map(type, data)) <= {str}
+        and set(map(type, docs)) <= {dict}
+        and set(map(type, chain.from_iterable(docs))) <= {str}
+        and set(map(type, chain.from_iterable(map(dict.values, docs)))) <= {int}
+    )
+
+
 class Qrels(Mapping[str, Mapping[str, int]]):
     """Relevance judgments: query id -> {doc id -> integer label}.
 
@@ -199,6 +210,9 @@ class Qrels(Mapping[str, Mapping[str, int]]):
     def __init__(self, data: Mapping[Any, Any] | None = None, *, name: str = "qrels"):
         self.name = name
         self._cache: dict[Any, Any] = {}
+        if type(data) is dict and _plain_judgments(data):  # the common case, checked by C-level passes
+            self._data: dict[str, dict[str, int]] = dict(zip(data, map(dict.copy, data.values()), strict=True))
+            return
         clean: dict[str, dict[str, int]] = {}
         for qid, docs in data.items() if data is not None else ():
             q = _check_id(qid, "query id", f"qrels[{qid!r}]")
@@ -375,6 +389,48 @@ class Qrels(Mapping[str, Mapping[str, int]]):
                     f"but {old} on row {first[(q, d)]!r}"
                 )
         return cls._trusted(data, name=name)
+
+
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
+_DOC_ID = operator.attrgetter("doc_id")
+_SCORE = operator.attrgetter("score")
+
+
+def _plain_ranked(run: Mapping[str, Any], lists: list[Any]) -> tuple[dict[str, list[str]], dict[str, int]] | None:
+    """``{qid: [doc ids]}`` of ranked lists whose items are all str, all ``(str, float)`` or all Hits.
+
+    What :meth:`Run.add` would keep -- the doc ids in rank order, a repeated one dropped after its first
+    rank -- and ``{qid: dropped count}``, computed with C-level ``map`` and ``set`` (no object per hit).
+    None when an item needs :meth:`Run.add` (another type, an id to convert, a bad score): it then
+    validates the run and names the bad item.
+    """
+    kinds = set(map(type, chain.from_iterable(lists)))
+    if kinds == {tuple}:
+        if set(map(len, chain.from_iterable(lists))) != {2}:
+            return None
+        ids = list(map(list, map(map, repeat(_FIRST), lists)))
+        scores = list(chain.from_iterable(map(map, repeat(_SECOND), lists)))
+        if set(map(type, chain.from_iterable(ids))) != {str} or not set(map(type, scores)) <= {float, int}:
+            return None
+    elif kinds == {Hit}:
+        ids = list(map(list, map(map, repeat(_DOC_ID), lists)))
+        scores = list(chain.from_iterable(map(map, repeat(_SCORE), lists)))
+        if set(map(type, chain.from_iterable(ids))) != {str} or not set(map(type, scores)) <= {float, type(None)}:
+            return None
+    elif kinds <= {str}:
+        ids, scores = lists, []
+    else:
+        return None
+    if any(map(operator.ne, scores, scores)):  # NaN, the one float unequal to itself
+        return None
+    out = dict(zip(run, ids, strict=True))
+    dropped: dict[str, int] = {}
+    for qid, n, distinct in zip(run, map(len, ids), map(len, map(set, ids)), strict=True):
+        if n != distinct:  # rare: copy the list without its repeats
+            out[qid] = list(dict.fromkeys(out[qid]))
+            dropped[qid] = n - distinct
+    return out, dropped
 
 
 class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
