@@ -83,6 +83,8 @@ def _is_bool(value: object) -> bool:
 def _describe(value: object) -> str:
     """``type value`` for an error message, with a hint for the usual culprits of data frames."""
     text = f"{type(value).__name__} {value!r}"
+    if value is None:
+        return f"{text} (a missing value?)"
     if isinstance(value, float) or getattr(getattr(value, "dtype", None), "kind", None) == "f":
         f = float(value)  # type: ignore[arg-type]
         if f != f:
@@ -397,6 +399,20 @@ _DOC_ID = operator.attrgetter("doc_id")
 _SCORE = operator.attrgetter("score")
 
 
+def _clean_hits(hits: list[Any]) -> bool:
+    """True for Hits with str ids, float-or-None scores (no NaN) and no repeated id: kept as they are."""
+    if set(map(type, hits)) != {Hit}:
+        return not hits
+    ids = list(map(_DOC_ID, hits))
+    scores = list(map(_SCORE, hits))
+    return (
+        set(map(type, ids)) == {str}
+        and set(map(type, scores)) <= {float, type(None)}
+        and not any(map(operator.ne, scores, scores))
+        and len(set(ids)) == len(ids)
+    )
+
+
 def _plain_ranked(run: Mapping[str, Any], lists: list[Any]) -> tuple[dict[str, list[str]], dict[str, int]] | None:
     """``{qid: [doc ids]}`` of ranked lists whose items are all str, all ``(str, float)`` or all Hits.
 
@@ -564,6 +580,13 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
                 f"run[{qid!r}]: expected hits in rank order (a list), found {kind}; "
                 "use Run.from_scores for {doc: score} results"
             )
+        if type(hits) is list and _clean_hits(hits):  # the runner's case: checked by C-level passes
+            self._data[q] = list(hits)
+            self.duplicates.pop(q, None)
+            if latency is not None:
+                self.latency[q] = float(latency)
+            self._cache.clear()
+            return
         seen: set[str] = set()
         out: list[Hit] = []
         dropped = 0
