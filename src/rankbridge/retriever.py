@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import operator
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -336,6 +337,9 @@ def normalize_hits(
     if fast and keep_text and all(type(h) is Hit and type(h.doc_id) is str and h.doc_id for h in seq):
         return list(seq), notes  # the common case: a retriever that already returns Hits
     if fast and seq:
+        plain = _fast_plain(seq)
+        if plain is not None:
+            return plain, notes
         quick = _fast_framework(seq, keep_text)
         if quick is not None:
             return quick, notes
@@ -395,6 +399,25 @@ def normalize_hits(
             "(first occurrence kept)"
         )
     return hits, notes
+
+
+def _fast_plain(seq: Sequence[Any]) -> list[Hit] | None:
+    """Doc-id strings or ``(doc_id, float)`` pairs, ids non-empty: their Hits at once (None: anything else).
+
+    What the general loop makes of them (no text, no metadata; a NaN score is no score), a few hundred
+    nanoseconds per hit faster: the runner's cost for a plain function ``f(query, k)``.
+    """
+    kinds = set(map(type, seq))
+    if kinds == {str}:
+        return list(map(Hit, seq)) if all(seq) else None
+    if kinds != {tuple} or set(map(len, seq)) != {2}:
+        return None
+    ids, scores = zip(*seq, strict=True)
+    if set(map(type, ids)) != {str} or not all(ids) or not set(map(type, scores)) <= {float, int}:
+        return None
+    if any(map(operator.ne, scores, scores)):  # NaN: the general loop turns it into "no score"
+        return None
+    return list(map(Hit, ids, map(float, scores)))
 
 
 def _fast_framework(seq: Sequence[Any], keep_text: bool) -> list[Hit] | None:
