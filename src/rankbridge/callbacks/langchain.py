@@ -38,18 +38,18 @@ With langchain-core installed (not run here)::
 
 from __future__ import annotations
 
-import inspect
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import CodeType
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.retrievers import BaseRetriever
 
+from rankbridge.callbacks._reading import RecorderRuns, own_recorder
 from rankbridge.callbacks._recorder import (
     QUERY_ID_KEY,
     CaptureRecord,
@@ -59,12 +59,9 @@ from rankbridge.callbacks._recorder import (
     guarded,
     small_tags,
 )
-from rankbridge.errors import InputError
 
 if TYPE_CHECKING:
-    from rankbridge.callbacks import Capture
     from rankbridge.retriever import IdSpec
-    from rankbridge.types import GoldenSet, Query, Run
 
 __all__ = ["RankbridgeAsyncCallbackHandler", "RankbridgeCallbackHandler", "attach"]
 
@@ -195,8 +192,10 @@ class _Tap:
             self._recorder.add(record)
 
 
-class _HandlerSettings:
-    """What the sync and async handlers share: the recorder and which events LangChain may skip.
+class _HandlerSettings(RecorderRuns):
+    """What the sync and async handlers share: the recorder, which events LangChain may skip, and the
+    reading of what they recorded (``to_run``, ``summary``, ``as_capture``, ``clear``: :class:`RecorderRuns`,
+    never called by LangChain).
 
     Listed first among the bases, so these properties take precedence over LangChain's defaults.
     """
@@ -213,14 +212,7 @@ class _HandlerSettings:
         doc_map: Mapping[str, str] | Callable[[str], str | None] | None = None,
         keep_text: bool = True,
     ) -> None:
-        if recorder is None:
-            recorder = Recorder(id_from=id_from, doc_map=doc_map, keep_text=keep_text)
-        elif id_from is not None or doc_map is not None or keep_text is not True:
-            raise InputError(
-                "id_from, doc_map and keep_text configure the handler's own Recorder: give them to the Recorder "
-                "you pass, or pass no recorder"
-            )
-        self._recorder = recorder
+        self._recorder = own_recorder(recorder, id_from, doc_map, keep_text)
         self._tap = _Tap(self._recorder, trace=trace)
 
     @property
@@ -228,68 +220,8 @@ class _HandlerSettings:
         """The recorder this handler writes to."""
         return self._recorder
 
-    # -- reading what the handler recorded (never called by LangChain) ----------------------------
-    def as_capture(
-        self, golden: GoldenSet | Iterable[Query] | Mapping[str, str] | None = None, *, name: str = "callbacks"
-    ) -> Capture:
-        """A :class:`~rankbridge.callbacks.Capture` reading this handler's records, with ``capture()``'s matching.
-
-        It attaches to no framework (its ``start()`` does nothing): the handler records only where the app
-        passes it. Use it for what :meth:`to_run` and :meth:`summary` do not give: ``records``, ``queries``,
-        ``unmatched``, ``judge``, ``write_trec``, ``write_jsonl``.
-        """
-        return _view(self._recorder, golden, name)
-
-    def to_run(
-        self,
-        golden: GoldenSet | Iterable[Query] | Mapping[str, str] | None = None,
-        *,
-        stage: Literal["final", "retrieved"] = "final",
-        name: str | None = None,
-        repeats: Literal["first", "last"] = "first",
-        **options: Any,
-    ) -> Run:
-        """The retrievals recorded so far as a ranked :class:`~rankbridge.Run`, one entry per query id.
-
-        Exactly :meth:`rankbridge.callbacks.Capture.to_run` over this handler's records: a retrieval is matched
-        to a golden query by the id the app passed (``config={"metadata": {"rankbridge_query_id": qid}}``, a
-        ``"rankbridge_query_id=qid"`` tag, or ``rankbridge.callbacks.query_id(qid)`` around the call), else by
-        normalised text; an unmatched query keeps :func:`~rankbridge.callbacks.query_key` of its text.
-
-        Parameters
-        ----------
-        golden:
-            The golden set (a :class:`~rankbridge.GoldenSet`, a list of :class:`~rankbridge.Query`, or
-            ``{query_id: text}``); ``None`` keeps the ids the app passed and names other queries by their text.
-        stage:
-            ``"final"`` (the list the app used, after a compressor or reranker retriever) or ``"retrieved"``
-            (the inner retriever's own list).
-        name:
-            The run's name (default ``"callbacks"``).
-        repeats:
-            ``"first"`` or ``"last"``: which retrieval of a query asked more than once makes its entry.
-        options:
-            Further keywords of :meth:`rankbridge.callbacks.Capture.to_run`.
-
-        Returns
-        -------
-        Run
-            ``run.config["source"]`` is ``"callbacks"``.
-        """
-        run = _view(self._recorder, golden, name or "callbacks").to_run(stage=stage, repeats=repeats, **options)
-        run.config.update({"source": "callbacks", "frameworks": ["langchain"]})
-        return run
-
-    def summary(self, golden: GoldenSet | Iterable[Query] | Mapping[str, str] | None = None) -> dict[str, Any]:
-        """:meth:`rankbridge.callbacks.Capture.summary` of this handler's records (matched, unmatched, missing,
-        errors, dropped...)."""
-        out = _view(self._recorder, golden, "callbacks").summary()
-        out["frameworks"] = ["langchain"]
-        return out
-
-    def clear(self) -> None:
-        """Forget every record and reset the counters (before the next batch of questions, say)."""
-        self._recorder.clear()
+    def _runs_framework(self) -> str:
+        return "langchain"
 
     # events we never need: LangChain skips the call entirely
     @property
@@ -320,17 +252,6 @@ class _HandlerSettings:
     @property
     def ignore_agent(self) -> bool:
         return not (self._tap.trace and self._recorder.enabled)
-
-
-def _view(recorder: Recorder, golden: Any, name: str) -> Capture:
-    """A capture that attaches to nothing and reads ``recorder`` (a golden set's ids are checked as by capture())."""
-    from rankbridge.callbacks import Capture, QueryMatcher
-    from rankbridge.types import GoldenSet
-
-    options: dict[str, Any] = {}
-    if isinstance(golden, GoldenSet) and "golden" in inspect.signature(Capture).parameters:
-        options["golden"] = golden
-    return Capture(recorder, QueryMatcher(golden), frameworks=(), name=name, **options)
 
 
 class RankbridgeCallbackHandler(_HandlerSettings, BaseCallbackHandler):

@@ -74,6 +74,7 @@ from rankbridge.callbacks._llamaindex_common import MAX_OPEN as _MAX_OPEN
 from rankbridge.callbacks._llamaindex_common import SKIP, new_record
 from rankbridge.callbacks._llamaindex_common import node_scores as _scores
 from rankbridge.callbacks._llamaindex_common import query_text as _query_text
+from rankbridge.callbacks._reading import RecorderRuns, own_recorder
 from rankbridge.callbacks._recorder import (
     EMPTY_METADATA,
     CaptureRecord,
@@ -82,7 +83,6 @@ from rankbridge.callbacks._recorder import (
     error_text,
     guarded,
 )
-from rankbridge.callbacks.llamaindex_legacy import RecorderRuns, own_recorder
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -385,7 +385,7 @@ class RankbridgeSpanHandler(RecorderRuns, BaseSpanHandler[Any]):  # type: ignore
     :func:`attach` makes one with :meth:`bound_to`: it is then of a subclass made for its tap, whose
     ``span_enter`` / ``span_exit`` reach the tap's maps through closure cells. An app that adds handlers to
     the dispatcher itself makes one with :meth:`create` and reads it back with :meth:`to_run`,
-    :meth:`summary` and :meth:`as_capture` (see :class:`~rankbridge.callbacks.llamaindex_legacy.RecorderRuns`).
+    :meth:`summary` and :meth:`as_capture` (see :class:`~rankbridge.callbacks._reading.RecorderRuns`).
     """
 
     tap: Any = None

@@ -80,10 +80,9 @@ text), ``handler.summary(golden)`` the counts, ``handler.as_capture(golden)`` ev
 from __future__ import annotations
 
 import contextlib
-import inspect
 import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.callbacks.base_handler import BaseCallbackHandler
 from llama_index.core.callbacks.schema import BASE_TRACE_EVENT, CBEventType, EventPayload
@@ -92,113 +91,13 @@ from rankbridge.callbacks._llamaindex_common import MAX_OPEN as _MAX_OPEN
 from rankbridge.callbacks._llamaindex_common import node_scores as _scores
 from rankbridge.callbacks._llamaindex_common import open_retrieval
 from rankbridge.callbacks._llamaindex_common import query_text as _query_text
+from rankbridge.callbacks._reading import RecorderRuns, own_recorder
 from rankbridge.callbacks._recorder import CaptureRecord, Recorder, error_text, guarded
-from rankbridge.errors import InputError
 
 if TYPE_CHECKING:
-    from rankbridge.callbacks import Capture
     from rankbridge.retriever import IdSpec
-    from rankbridge.types import GoldenSet, Query, Run
 
 __all__ = ["RankbridgeLlamaIndexCallback", "RecorderRuns", "attach"]
-
-
-def own_recorder(
-    recorder: Recorder | None,
-    id_from: IdSpec | None,
-    doc_map: Mapping[str, str] | Callable[[str], str | None] | None,
-    keep_text: bool,
-) -> Recorder:
-    """The recorder a handler writes to: ``recorder``, or a new one with the given doc-id settings."""
-    if recorder is None:
-        return Recorder(id_from=id_from, doc_map=doc_map, keep_text=keep_text)
-    if id_from is not None or doc_map is not None or keep_text is not True:
-        raise InputError(
-            "id_from, doc_map and keep_text configure the handler's own Recorder: give them to the Recorder you "
-            "pass, or pass no recorder"
-        )
-    return recorder
-
-
-class RecorderRuns:
-    """What a LlamaIndex handler a user adds by hand reads back: ``to_run``, ``summary``, ``as_capture``, ``clear``.
-
-    Every reading goes through a :class:`~rankbridge.callbacks.Capture` over the handler's recorder (attached
-    to nothing), so the query matching, the error policy and the counts are those of ``capture()``.
-    """
-
-    def _runs_recorder(self) -> Recorder:
-        return self._recorder  # type: ignore[attr-defined,no-any-return]
-
-    def _runs_framework(self) -> str:
-        return "llamaindex_legacy"
-
-    def as_capture(
-        self, golden: GoldenSet | Iterable[Query] | Mapping[str, str] | None = None, *, name: str = "callbacks"
-    ) -> Capture:
-        """A :class:`~rankbridge.callbacks.Capture` reading this handler's records, with ``capture()``'s matching.
-
-        It attaches to nothing (its ``start()`` does nothing). Use it for what :meth:`to_run` and
-        :meth:`summary` do not give: ``records``, ``queries``, ``unmatched``, ``judge``, ``write_trec``.
-        """
-        from rankbridge.callbacks import Capture, QueryMatcher
-        from rankbridge.types import GoldenSet
-
-        options: dict[str, Any] = {}
-        if isinstance(golden, GoldenSet) and "golden" in inspect.signature(Capture).parameters:
-            options["golden"] = golden  # its doc ids are checked as capture() checks them
-        return Capture(self._runs_recorder(), QueryMatcher(golden), frameworks=(), name=name, **options)
-
-    def to_run(
-        self,
-        golden: GoldenSet | Iterable[Query] | Mapping[str, str] | None = None,
-        *,
-        stage: Literal["final", "retrieved"] = "final",
-        name: str | None = None,
-        repeats: Literal["first", "last"] = "first",
-        **options: Any,
-    ) -> Run:
-        """The retrievals recorded so far as a ranked :class:`~rankbridge.Run`, one entry per query id.
-
-        Exactly :meth:`rankbridge.callbacks.Capture.to_run` over this handler's records: a retrieval is matched
-        to a golden query by the id the app passed (``with rankbridge.callbacks.query_id(qid):`` around the
-        call, or ``instrument_tags({"rankbridge_query_id": qid})``), else by normalised text; an unmatched
-        query keeps :func:`~rankbridge.callbacks.query_key` of its text.
-
-        Parameters
-        ----------
-        golden:
-            The golden set (a :class:`~rankbridge.GoldenSet`, a list of :class:`~rankbridge.Query`, or
-            ``{query_id: text}``); ``None`` keeps the ids the app passed and names other queries by their text.
-        stage:
-            ``"final"`` (the list the app used, after node postprocessors and rerankers) or ``"retrieved"``
-            (the retriever's own list).
-        name:
-            The run's name (default ``"callbacks"``).
-        repeats:
-            ``"first"`` or ``"last"``: which retrieval of a query asked more than once makes its entry.
-        options:
-            Further keywords of :meth:`rankbridge.callbacks.Capture.to_run`.
-
-        Returns
-        -------
-        Run
-            ``run.config["source"]`` is ``"callbacks"``.
-        """
-        run = self.as_capture(golden, name=name or "callbacks").to_run(stage=stage, repeats=repeats, **options)
-        run.config.update({"source": "callbacks", "frameworks": [self._runs_framework()]})
-        return run
-
-    def summary(self, golden: GoldenSet | Iterable[Query] | Mapping[str, str] | None = None) -> dict[str, Any]:
-        """:meth:`rankbridge.callbacks.Capture.summary` of this handler's records (matched, unmatched, missing,
-        errors, dropped...)."""
-        out = self.as_capture(golden).summary()
-        out["frameworks"] = [self._runs_framework()]
-        return out
-
-    def clear(self) -> None:
-        """Forget every record and reset the counters."""
-        self._runs_recorder().clear()
 
 
 _active_span: Any = None  # ContextVar of the active instrumentation span id
@@ -301,6 +200,9 @@ class RankbridgeLlamaIndexCallback(RecorderRuns, BaseCallbackHandler):
     def recorder(self) -> Recorder:
         """The recorder this handler writes to."""
         return self._recorder
+
+    def _runs_framework(self) -> str:
+        return "llamaindex_legacy"
 
     # -- events ---------------------------------------------------------------------------------
     def on_event_start(
