@@ -694,9 +694,9 @@ def capture(
         ``ref_doc_id`` / ``metadata:KEY`` when ``id_from`` was not given and exactly one source matches,
         and raise :class:`~rankbridge.errors.IdMismatchError` otherwise (see :meth:`Capture.to_run`).
         ``False``: return the runs as they are (the verdict goes in ``run.config["id_check"]``). Such a
-        golden set also makes records copy each result's ``ref_doc_id`` (a few µs per LlamaIndex
-        retrieval), so that it can be offered; a list of queries or ``{id: text}`` has no doc ids and
-        changes nothing.
+        golden set also makes records copy each result's ``ref_doc_id`` (read from the node's
+        relationships on the fast path; its cost is in docs/benchmarks.md), so that it can be offered; a
+        list of queries or ``{id: text}`` has no doc ids and changes nothing.
 
     Partial captures: questions of ``golden`` the app never asked are not scored as 0 by
     :func:`rankbridge.evaluate` (it scores a capture run on the questions seen and reports how many were
