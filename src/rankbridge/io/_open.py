@@ -41,6 +41,7 @@ __all__ = [
     "iter_jsonl_any",
     "json_line",
     "label_problem",
+    "names",
     "open_text",
     "parse_label",
     "plain_suffix",
@@ -73,6 +74,20 @@ def clip(value: object, limit: int = QUOTE_LIMIT) -> str:
     if len(text) <= limit:
         return repr(text) if isinstance(value, str) else text
     return (repr(text[:limit]) if isinstance(value, str) else text[:limit]) + "..."
+
+
+def names(items: Any, *, quote: bool = False, limit: int = 12) -> str:
+    """Column or key names for a message: at most ``limit`` of them, each clipped to 40 characters.
+
+    Examples
+    --------
+    >>> names(["id", "question"]), names([]), names(range(20), limit=2)
+    ('id, question', 'none', '0, 1, ... (20 in all)')
+    """
+    items = list(items)
+    shown = [clip(str(k), 40) if quote else clip(str(k), 40).strip("'\"") for k in items[:limit]]
+    more = f", ... ({len(items)} in all)" if len(items) > limit else ""
+    return ", ".join(shown) + more if items else "none"
 
 
 def _first_undecodable_line(path: str | os.PathLike[str]) -> int | None:
@@ -145,7 +160,7 @@ def parse_label(text: str) -> int | None:
     >>> parse_label("\u0663"), parse_label("1_0"), parse_label("1.0"), parse_label(str(2**63))
     (None, None, None, None)
     """
-    if not _ASCII_INT.fullmatch(text):
+    if not _ASCII_INT.fullmatch(text) or len(text.lstrip("+-0")) > 19:  # 2**63 has 19 digits
         return None
     value = int(text)
     return value if _LABEL_MIN <= value <= _LABEL_MAX else None

@@ -27,7 +27,7 @@ from typing import Any
 
 from rankbridge.errors import InputError, ParseError
 from rankbridge.io._atomic import atomic_write
-from rankbridge.io._open import ENCODING, check_label, check_score, clip, decode_error, json_line
+from rankbridge.io._open import ENCODING, check_label, check_score, clip, decode_error, json_line, names
 from rankbridge.types import Hit, Qrels, Run, _check_label
 
 __all__ = ["iter_jsonl", "read_qrels_jsonl", "read_run_jsonl", "write_qrels_jsonl", "write_run_jsonl"]
@@ -55,7 +55,7 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
 
 def _field(obj: Mapping[str, Any], key: str, src: str, lineno: int) -> Any:
     if key not in obj:
-        raise ParseError(f"missing field {key!r} (found fields: {', '.join(obj) or 'none'})", source=src, line=lineno)
+        raise ParseError(f"missing field {key!r} (found fields: {names(obj)})", source=src, line=lineno)
     return obj[key]
 
 

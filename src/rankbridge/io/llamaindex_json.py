@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from rankbridge.errors import InputError, ParseError
-from rankbridge.io._open import clip, json_line, read_text
+from rankbridge.io._open import clip, json_line, names, read_text
 from rankbridge.io.tables import as_id, parse_id_list, stable_query_id
 from rankbridge.types import GoldenSet, Qrels, Query, Run
 
@@ -71,7 +71,7 @@ def golden_from_llamaindex(data: Any, *, name: str = "llamaindex", source: str |
         if missing:
             raise ParseError(
                 f"expected an EmbeddingQAFinetuneDataset with 'queries', 'corpus' and 'relevant_docs'; "
-                f"missing {', '.join(map(repr, missing))} (found keys: {', '.join(map(repr, data)) or 'none'})",
+                f"missing {', '.join(map(repr, missing))} (found keys: {names(data, quote=True)})",
                 source=src,
             )
         mode = data.get("mode", "text")
@@ -129,7 +129,7 @@ def read_golden_llamaindex(path: str | os.PathLike[str], *, name: str | None = N
 def _field(result: Any, key: str, where: str) -> Any:
     if isinstance(result, Mapping):
         if key not in result:
-            raise InputError(f"{where}: missing field {key!r} (found fields: {', '.join(map(str, result)) or 'none'})")
+            raise InputError(f"{where}: missing field {key!r} (found fields: {names(result)})")
         return result[key]
     if not hasattr(result, key):
         raise InputError(f"{where}: expected a RetrievalEvalResult with {key!r}, found {type(result).__name__}")

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rankbridge.errors import InputError, MissingExtraError, ParseError
+from rankbridge.io._open import names
 from rankbridge.io.tables import (
     _Loc,
     _plain,
@@ -292,13 +293,10 @@ def match_ragas_contexts(
     )
     qcol = cols["question"]
     if qcol is None:
-        raise ParseError(
-            f"expected a RAGAS testset with 'user_input'; found columns: {', '.join(columns) or 'none'}", source=src
-        )
+        raise ParseError(f"expected a RAGAS testset with 'user_input'; found columns: {names(columns)}", source=src)
     if cols["contexts"] is None and cols["ids"] is None:
         raise ParseError(
-            "expected 'reference_contexts' (or 'reference_context_ids'); "
-            f"found columns: {', '.join(columns) or 'none'}",
+            f"expected 'reference_contexts' (or 'reference_context_ids'); found columns: {names(columns)}",
             source=src,
         )
     index = _Index(docs)

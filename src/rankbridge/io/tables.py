@@ -73,6 +73,7 @@ from rankbridge.io._open import (
     decode_error,
     iter_jsonl_any,
     label_problem,
+    names,
     open_text,
     parse_label,
     plain_suffix,
@@ -420,19 +421,19 @@ def resolve_columns(
             continue
         if name not in have:
             raise ParseError(
-                f"{param.format(role=role)}={name!r}: no such column; found columns: {', '.join(columns) or 'none'}",
+                f"{param.format(role=role)}={clip(name)}: no such column; found columns: {names(columns)}",
                 source=source,
             )
         out[role] = name
         taken.add(name)
-    for role, names in candidates.items():
+    for role, options in candidates.items():
         if role in out:
             continue
-        found = [c for c in names if c in have and c not in taken]
+        found = [c for c in options if c in have and c not in taken]
         if len(found) > 1:
             what = _ROLE_NAMES.get(role, role)
             raise ParseError(
-                f"columns {found[0]!r} and {found[1]!r} could both be the {what}; "
+                f"columns {clip(found[0])} and {clip(found[1])} could both be the {what}; "
                 f"pass {param.format(role=role)}= to choose",
                 source=source,
             )
@@ -480,7 +481,7 @@ def coerce_qrels(qrels: Any, *, source: str = "qrels") -> Qrels:
     if cols["id"] is None or cols["doc"] is None:
         raise ParseError(
             "expected a qrels table with a query id column (query-id, query_id, qid) and a doc id column "
-            f"(corpus-id, corpus_id, doc_id, docid); found columns: {', '.join(columns) or 'none'}",
+            f"(corpus-id, corpus_id, doc_id, docid); found columns: {names(columns)}",
             source=src,
         )
     id_col, doc_col = cols["id"], cols["doc"]
@@ -559,7 +560,7 @@ def coerce_corpus(corpus: Any, *, source: str = "corpus") -> dict[str, dict[str,
     if cols["id"] is None or cols["text"] is None:
         raise ParseError(
             "expected a corpus table with an id column (_id, id, doc_id, corpus-id) and a text column "
-            f"(text, contents, content, page_content); found columns: {', '.join(columns) or 'none'}",
+            f"(text, contents, content, page_content); found columns: {names(columns)}",
             source=src,
         )
     used = {c for c in cols.values() if c is not None}
@@ -608,7 +609,7 @@ def _build(
     if cols.get("question") is None:
         raise ParseError(
             "expected a question column (question, query, user_input or text; or pass question_column=); "
-            f"found columns: {', '.join(columns) or 'none'}",
+            f"found columns: {names(columns)}",
             source=source,
         )
     if given_qrels is None and cols.get("relevant") is None and cols.get("labels") is None:
@@ -618,7 +619,7 @@ def _build(
             + ") or of graded labels ("
             + ", ".join(CANDIDATES["labels"])
             + "), or qrels=; pass relevant_column= to name it; "
-            f"found columns: {', '.join(columns) or 'none'}",
+            f"found columns: {names(columns)}",
             source=source,
         )
     used = {c for c in cols.values() if c is not None}

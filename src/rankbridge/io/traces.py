@@ -47,7 +47,7 @@ from typing import Any, Literal
 from rankbridge.callbacks import Capture, CaptureRecord, QueryMatcher, Recorder
 from rankbridge.callbacks._recorder import QUERY_ID_KEY
 from rankbridge.errors import InputError, MissingExtraError, ParseError
-from rankbridge.io._open import json_line, plain_suffix, read_text
+from rankbridge.io._open import json_line, names, plain_suffix, read_text
 from rankbridge.retriever import IdSpec
 from rankbridge.types import GoldenSet, Query, Run
 
@@ -305,7 +305,9 @@ def _otlp_span(span: Mapping[str, Any], where: str) -> _Span:
     span_id = _hex_id(span.get("spanId", span.get("span_id")), 8)
     here = f"{where} span {span_id}"
     if span_id is None:
-        raise ParseError(f"expected a span with a spanId, found keys {sorted(span)[:8]}", source=where)
+        raise ParseError(
+            f"expected a span with a spanId, found keys {names(sorted(map(str, span)), limit=8)}", source=where
+        )
     status = span.get("status") or {}
     error = None
     if _is_error(status.get("code")):
@@ -452,7 +454,7 @@ def _spans_from_obj(obj: Any, where: str, out: list[_Span]) -> None:
     else:
         raise ParseError(
             "expected an OTLP export ({'resourceSpans': [...]}), a span ('context' with span_id, or OTLP "
-            f"'spanId') or a Phoenix span row ('context.span_id'); found keys {sorted(map(str, obj))[:8]}",
+            f"'spanId') or a Phoenix span row ('context.span_id'); found keys {names(sorted(map(str, obj)), limit=8)}",
             source=where,
         )
 
@@ -1071,7 +1073,8 @@ def _flatten_runs(obj: Any, where: str, out: list[_LSRun], seen: set[str]) -> No
     run = _as_run_dict(obj, where)
     if "run_type" not in run or "id" not in run:
         raise ParseError(
-            f"expected a LangSmith run with 'id' and 'run_type', found keys {sorted(map(str, run))[:8]}", source=where
+            f"expected a LangSmith run with 'id' and 'run_type', found keys {names(sorted(map(str, run)), limit=8)}",
+            source=where,
         )
     run_id = str(run["id"])
     if run_id not in seen:
