@@ -321,3 +321,12 @@ def test_power_figure_in_the_warning() -> None:
     assert warning is not None and f"about {_nct_power(0.1, 50):.0%}" in warning
     need = stats.queries_needed(0.3)
     assert need is not None and _nct_power(0.3, need) >= 0.8 > _nct_power(0.3, need - 1)
+
+
+def test_an_effect_within_float_noise_of_zero_needs_no_queries_and_returns_at_once() -> None:
+    """Two runs with equal means give differences that sum to ~1e-16: no effect, and no endless search."""
+    from rankbridge.metrics.stats import queries_needed, sample_size_warning
+
+    assert queries_needed(-6.65e-18) is None and sample_size_warning(108, -6.65e-18) is None
+    tiny = queries_needed(1e-4)  # a real but tiny effect: normal theory, returned at once
+    assert tiny is not None and abs(tiny - ((1.959964 + 0.841621) / 1e-4) ** 2) < 100

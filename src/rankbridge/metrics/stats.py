@@ -1258,6 +1258,10 @@ def paired_power(effect_size: float, n: int, *, alpha: float = 0.05) -> float:
     return min(1.0, _nct_two_sided_power(crit, float(n - 1), abs(effect_size) * math.sqrt(n)))
 
 
+_NOISE_EFFECT = 1e-9
+_NORMAL_THEORY_ABOVE = 1e7
+
+
 def queries_needed(effect_size: float, *, alpha: float = 0.05, power: float = 0.8) -> int | None:
     """Queries needed for a two-sided paired test to detect ``effect_size`` (d_z) with ``power``.
 
@@ -1266,17 +1270,21 @@ def queries_needed(effect_size: float, *, alpha: float = 0.05, power: float = 0.
 
     Examples
     --------
-    >>> queries_needed(0.5), queries_needed(0.2), queries_needed(0.0)
-    (34, 199, None)
+    >>> queries_needed(0.5), queries_needed(0.2), queries_needed(0.0), queries_needed(-6.65e-18)
+    (34, 199, None, None)
     """
     _check_alpha(alpha)
     if not (0 < power < 1):
         raise InputError(f"power must be a number strictly between 0 and 1. Got {power!r} instead.")
-    if math.isnan(effect_size) or effect_size == 0:
+    # an effect within floating-point noise of 0 (two runs with equal means: differences summing to 1e-16)
+    # is no effect; its "queries needed" would be ~1e35, where the power quadrature no longer resolves
+    if math.isnan(effect_size) or abs(effect_size) < _NOISE_EFFECT:
         return None
     if math.isinf(effect_size):
         return 2
     need = ((_norm_ppf(1.0 - alpha / 2.0) + _norm_ppf(power)) / abs(effect_size)) ** 2
+    if need > _NORMAL_THEORY_ABOVE:  # the noncentral t equals the normal here to far below one query
+        return math.ceil(need)
     n = max(2, math.ceil(need - 1e-9))
     while n > 2 and paired_power(effect_size, n - 1, alpha=alpha) >= power:
         n -= 1
@@ -1311,8 +1319,8 @@ def sample_size_warning(
     if n < min_queries:
         noun = "query" if n == 1 else "queries"
         return f"only {n} {noun}: too few for a reliable interval or test (fewer than {min_queries})"
-    if effect_size is None or math.isnan(effect_size) or effect_size == 0 or math.isinf(effect_size):
-        return None
+    if effect_size is None or math.isnan(effect_size) or abs(effect_size) < _NOISE_EFFECT or math.isinf(effect_size):
+        return None  # no difference (or one within floating-point noise of none): nothing to detect
     achieved = paired_power(effect_size, n, alpha=alpha)
     if achieved >= power:
         return None
