@@ -329,4 +329,4 @@ def test_an_effect_within_float_noise_of_zero_needs_no_queries_and_returns_at_on
 
     assert queries_needed(-6.65e-18) is None and sample_size_warning(108, -6.65e-18) is None
     tiny = queries_needed(1e-4)  # a real but tiny effect: normal theory, returned at once
-    assert tiny is not None and abs(tiny - ((1.959964 + 0.841621) / 1e-4) ** 2) < 100
+    assert tiny is not None and abs(tiny / ((1.959964 + 0.841621) / 1e-4) ** 2 - 1) < 1e-6
