@@ -122,12 +122,37 @@ def make_dataset(
     return Dataset(qrels, runs["random"], runs["ranked"], float(found.mean()))
 
 
+def make_beir_dataset(
+    num_queries: int = 300, depth: int = 100, *, judged_per_query: int = 40, seed: int = 0
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    """A BEIR-shaped graded set (NFCorpus-like): ``judged_per_query`` judgments per query, labels 0-2.
+
+    The run retrieves ``depth`` docs per query; about a third of the judged docs are among them, at
+    random ranks. Scores are distinct multiples of ``SCALE`` (no ties, even as float32).
+    """
+    rng = np.random.default_rng(seed)
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for q in range(num_queries):
+        ids = _distinct_rows(rng, 3_600, 1, depth + judged_per_query)[0].tolist()
+        judged = ids[depth:]
+        retrieved = ids[:depth]
+        for j in rng.choice(depth, size=judged_per_query // 3, replace=False).tolist():
+            retrieved[j] = judged[j % judged_per_query]
+        retrieved = list(dict.fromkeys(retrieved))
+        labels = rng.choice(3, size=judged_per_query, p=(0.3, 0.4, 0.3)).tolist()
+        qrels[f"PLAIN-{q}"] = {f"MED-{d}": int(lab) for d, lab in zip(judged, labels, strict=True)}
+        scores = np.sort(rng.choice(2**24, size=len(retrieved), replace=False))[::-1] * SCALE
+        run[f"PLAIN-{q}"] = {f"MED-{d}": float(sc) for d, sc in zip(retrieved, scores.tolist(), strict=True)}
+    return qrels, run
+
+
 # --------------------------------------------------------------------------------------------------
 # Reporting: environment line, markdown tables, and one section of docs/benchmarks.md per script
 # --------------------------------------------------------------------------------------------------
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
-SECTIONS = ("bench_metrics", "bench_memory", "bench_import")
+SECTIONS = ("bench_metrics", "bench_growth", "bench_memory", "bench_import")
 DOC_HEADER = """# Benchmarks
 
 Figures measured by the scripts in `benchmarks/` (see `benchmarks/README.md`). Each section below is
