@@ -56,9 +56,9 @@ def tools(qrels: dict, run: dict) -> dict[str, Callable[[], Any]]:
         "rankbridge, ranked ids": lambda: rankbridge.evaluate(qrels, ids, METRICS).mean,
         "rankbridge, (id, score) lists": lambda: rankbridge.evaluate(qrels, pairs, METRICS).mean,
         "rankbridge, Run": lambda: rankbridge.evaluate(qrels, run_obj, METRICS).mean,
-        "rankbridge, score dicts, check_ids=False": lambda: rankbridge.evaluate(
-            qrels, run, METRICS, check_ids=False
-        ).mean,
+        "rankbridge, score dicts, check_ids=False": lambda: (
+            rankbridge.evaluate(qrels, run, METRICS, check_ids=False).mean
+        ),
         "rankbridge, Run, check_ids=False": lambda: rankbridge.evaluate(qrels, run_obj, METRICS, check_ids=False).mean,
         "pytrec_eval": lambda: pytrec_eval.RelevanceEvaluator(qrels, TREC).evaluate(run),
         "ranx": lambda: ranx.evaluate(ranx.Qrels.from_dict(qrels), ranx.Run.from_dict(run), RANX),
