@@ -598,7 +598,7 @@ def to_hf_dataset(
 
 
 def write_dataset(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
-    """Write :func:`ragas_rows` to ``.jsonl`` (plain JSON lines) or ``.parquet`` (via ``datasets``).
+    """Write :func:`ragas_rows` to ``.jsonl`` (plain JSON lines) or ``.parquet`` (via ``datasets``), atomically.
 
     Examples
     --------
@@ -612,16 +612,19 @@ def write_dataset(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str
     suffix = out.suffix.lower()
     if suffix not in (".jsonl", ".parquet"):
         raise InputError(f"output file: expected a .jsonl or .parquet name, got {str(out)!r}")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    from rankbridge.io._atomic import atomic_path, atomic_write
+
+    # a temporary file beside the target, renamed over it at the end: a failure (a full disk, a value
+    # JSON cannot hold, an interrupt) leaves the old file as it was and no temporary file behind
     if suffix == ".jsonl":
-        tmp = out.with_name(out.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
+        with atomic_write(out) as fh:
             for row in rows:
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        os.replace(tmp, out)
     else:
         datasets = _import_datasets()
-        datasets.Dataset.from_list([dict(r) for r in rows]).to_parquet(str(out))
+        table = datasets.Dataset.from_list([dict(r) for r in rows])
+        with atomic_path(out) as tmp:
+            table.to_parquet(str(tmp))
     return out
 
 

@@ -1,6 +1,7 @@
 """Atomic writes: build beside the target, then rename over it.
 
-:func:`atomic_write` writes one text file; :func:`atomic_dir` builds a whole folder (a BEIR dataset).
+:func:`atomic_write` writes one text file; :func:`atomic_path` gives a temporary name for a writer that
+wants a path (Parquet); :func:`atomic_dir` builds a whole folder (a BEIR dataset).
 A failure leaves the target as it was and no temporary file or folder behind.
 """
 
@@ -17,7 +18,7 @@ from typing import TextIO
 
 from rankbridge.errors import InputError
 
-__all__ = ["atomic_dir", "atomic_write"]
+__all__ = ["atomic_dir", "atomic_path", "atomic_write"]
 
 
 @contextlib.contextmanager
@@ -58,6 +59,50 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[TextIO]:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             yield fh
             fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary file name beside ``path`` that becomes ``path`` only if the block succeeds.
+
+    For writers that take a file name (``Dataset.to_parquet``, ``DataFrame.to_parquet``). On any error the
+    temporary file is removed and ``path`` is left as it was. A target that exists and is not a regular
+    file (``/dev/stdout``, a pipe) is yielded as it is, so the writer writes to it directly; a directory
+    is refused.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "rows.bin"
+    >>> with atomic_path(p) as tmp:
+    ...     _ = tmp.write_bytes(b"PAR1")
+    >>> p.read_bytes(), sorted(q.name for q in p.parent.iterdir())
+    (b'PAR1', ['rows.bin'])
+    """
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    try:
+        mode: int | None = target.stat().st_mode
+    except OSError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise InputError(f"cannot write {str(path)!r}: expected a file name, found a directory")
+    if mode is not None and not stat.S_ISREG(mode):
+        yield target
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        os.chmod(tmp, 0o644)
+        yield tmp
+        with open(tmp, "rb+") as fh:  # the writer closed it; make the bytes durable before the rename
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:

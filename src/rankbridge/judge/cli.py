@@ -35,7 +35,6 @@ import argparse
 import importlib
 import importlib.util
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -203,8 +202,8 @@ def _cmd_judge(args: argparse.Namespace) -> int:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    from rankbridge.io import read_beir_corpus
-    from rankbridge.io._atomic import atomic_write
+    from rankbridge import GoldenSet
+    from rankbridge.io import read_beir_corpus, write_beir
     from rankbridge.judge.generate import generate_golden_set
 
     corpus_path = Path(args.corpus) if args.corpus else (Path(args.data) / "corpus.jsonl" if args.data else None)
@@ -224,21 +223,14 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         name=Path(args.out).name,
         policy=_policy(args),
     )
-    out = Path(args.out)
-    with atomic_write(out / "queries.jsonl") as fh:
-        for q in result.golden.queries:
-            meta = {"category": q.category, **dict(q.metadata)}
-            fh.write(json.dumps({"_id": q.id, "text": q.text, "metadata": meta}, ensure_ascii=False) + "\n")
-    with atomic_write(out / "qrels" / "test.tsv") as fh:
-        fh.write("query-id\tcorpus-id\tscore\n")
-        for qid, docs in result.golden.qrels.items():
-            for doc, label in docs.items():
-                fh.write(f"{qid}\t{doc}\t{label}\n")
-    if not args.no_corpus and corpus_path.resolve() != (out / "corpus.jsonl").resolve():
-        shutil.copyfile(corpus_path, out / "corpus.jsonl")
+    # the folder is built aside and moved into place: a failure (a full disk, an interrupt) leaves no
+    # half-written folder, and an earlier one stays as it was
+    golden = result.golden
+    golden = GoldenSet(golden.queries, golden.qrels, corpus=None if args.no_corpus else corpus, name=golden.name)
+    write_beir(golden, args.out, overwrite=True)
     print(result.report)
     files = "queries.jsonl, qrels/test.tsv" + ("" if args.no_corpus else ", corpus.jsonl")
-    print(f"golden set written to {out} (BEIR layout: {files})")
+    print(f"golden set written to {args.out} (BEIR layout: {files})")
     return 0 if result.report.complete else EXIT_INCOMPLETE
 
 
