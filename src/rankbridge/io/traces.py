@@ -150,6 +150,11 @@ class _Span:
         return self.kind == "RERANKER"
 
 
+def _keys(obj: Any) -> str:
+    """``['a', 'b', ...]``: a mapping's keys for a message, bounded."""
+    return f"[{names(sorted(map(str, obj)), quote=True, limit=8)}]"
+
+
 def _hex_id(value: Any, nbytes: int) -> str | None:
     """A trace or span id as lower-case hex: ints, ``0x`` strings, hex, base64 (protobuf JSON), bytes."""
     if value is None or value == "" or value == 0:
@@ -305,9 +310,7 @@ def _otlp_span(span: Mapping[str, Any], where: str) -> _Span:
     span_id = _hex_id(span.get("spanId", span.get("span_id")), 8)
     here = f"{where} span {span_id}"
     if span_id is None:
-        raise ParseError(
-            f"expected a span with a spanId, found keys {names(sorted(map(str, span)), limit=8)}", source=where
-        )
+        raise ParseError(f"expected a span with a spanId, found keys {_keys(span)}", source=where)
     status = span.get("status") or {}
     error = None
     if _is_error(status.get("code")):
@@ -454,7 +457,7 @@ def _spans_from_obj(obj: Any, where: str, out: list[_Span]) -> None:
     else:
         raise ParseError(
             "expected an OTLP export ({'resourceSpans': [...]}), a span ('context' with span_id, or OTLP "
-            f"'spanId') or a Phoenix span row ('context.span_id'); found keys {names(sorted(map(str, obj)), limit=8)}",
+            f"'spanId') or a Phoenix span row ('context.span_id'); found keys {_keys(obj)}",
             source=where,
         )
 
@@ -1073,7 +1076,7 @@ def _flatten_runs(obj: Any, where: str, out: list[_LSRun], seen: set[str]) -> No
     run = _as_run_dict(obj, where)
     if "run_type" not in run or "id" not in run:
         raise ParseError(
-            f"expected a LangSmith run with 'id' and 'run_type', found keys {names(sorted(map(str, run)), limit=8)}",
+            f"expected a LangSmith run with 'id' and 'run_type', found keys {_keys(run)}",
             source=where,
         )
     run_id = str(run["id"])
