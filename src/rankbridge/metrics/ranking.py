@@ -424,10 +424,60 @@ def _fast_scored(
     hit_queries = np.flatnonzero(hit)  # local indices of the queries with a judged doc retrieved
     res = list(map(res.__getitem__, hit_queries.tolist()))
     lengths = n_ret[queries[hit_queries]]
-    query = local  # local index for now; global at the end
+    found_scores = list(compress(got, found.tolist()))
+    seg = np.searchsorted(hit_queries, local)  # each found judged doc's query, in res / lengths
+    rank = np.zeros(len(local), dtype=_INT)
+    deep = lengths[seg] > _DEEP
+    if deep.any():
+        # Deep lists (a first-stage run, depth 1,000): one query at a time, where numpy's per-call cost is
+        # small against the list's length; the shallow ones are counted all at once below.
+        bounds = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1], True])
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+            if deep[lo]:
+                try:
+                    rank[lo:hi] = _ranks_from_scores(
+                        "", res[seg[lo]], docs[lo:hi], found_scores[lo:hi], single_precision
+                    )
+                except (InputError, TypeError, ValueError):
+                    return None  # the generic path names the bad score
+    shallow = np.flatnonzero(~deep)
+    if len(shallow):
+        got_rank = _shallow_ranks(
+            [res[i] for i in np.unique(seg[shallow]).tolist()],
+            seg[shallow],
+            [docs[i] for i in shallow.tolist()],
+            [found_scores[i] for i in shallow.tolist()],
+            lengths,
+            single_precision,
+        )
+        if got_rank is None:
+            return None
+        rank[shallow] = got_rank
+    return queries[local].astype(_INT), rank, label
+
+
+#: Lists longer than this are ranked one query at a time (see _fast_scored).
+_DEEP = 64
+
+
+def _shallow_ranks(
+    res: list[dict[str, Any]],
+    seg: np.ndarray,
+    docs: list[str],
+    found: list[Any],
+    lengths_all: np.ndarray,
+    single_precision: bool,
+) -> np.ndarray | None:
+    """trec_eval ranks of judged docs ``docs`` (scores ``found``) in short score dicts, all at once.
+
+    ``seg`` gives each doc's query as an index into ``lengths_all``; ``res`` holds those queries' dicts in
+    order of ``np.unique(seg)``. Each doc is compared with every score of its query, ``_CELLS`` at a time.
+    """
+    segs, seg = np.unique(seg, return_inverse=True)
+    lengths = lengths_all[segs]
     try:
         scores = np.fromiter(chain.from_iterable(map(dict.values, res)), dtype=np.float64, count=int(lengths.sum()))
-        mine = np.array(list(compress(got, found.tolist())), dtype=np.float64)
+        mine = np.array(found, dtype=np.float64)
     except (TypeError, ValueError):
         return None
     if np.isnan(scores).any():
@@ -435,15 +485,13 @@ def _fast_scored(
     if single_precision:  # trec_eval compares scores as C floats (beyond float32 range: inf, as in C)
         with np.errstate(over="ignore"):
             scores, mine = scores.astype(np.float32), mine.astype(np.float32)
-    # Each judged doc found is compared with every score of its query, _CELLS comparisons at a time.
-    seg = np.searchsorted(hit_queries, query)
     start = (np.cumsum(lengths) - lengths)[seg]
     length = lengths[seg]
-    gt = np.zeros(len(query), dtype=_INT)
-    eq = np.zeros(len(query), dtype=_INT)
+    gt = np.zeros(len(seg), dtype=_INT)
+    eq = np.zeros(len(seg), dtype=_INT)
     ends = np.cumsum(length)
     lo = 0
-    while lo < len(query):
+    while lo < len(seg):
         hi = max(lo + 1, int(np.searchsorted(ends, ends[lo] - length[lo] + _CELLS, "right")))
         n = length[lo:hi]
         owner = np.repeat(np.arange(hi - lo), n)
@@ -458,7 +506,7 @@ def _fast_scored(
         doc, row = docs[i], scores[start[i] : start[i] + length[i]]
         keys = list(res[seg[i]])
         rank[i] += sum(1 for j in np.flatnonzero(row == mine[i]).tolist() if keys[j] > doc)
-    return queries[query].astype(_INT), rank, label
+    return rank
 
 
 def _fast_ranked(
