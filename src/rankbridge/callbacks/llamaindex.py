@@ -211,6 +211,32 @@ def _snapshot_ref_nodes(nodes: Any, text: bool) -> Snapshot | None:
     return out
 
 
+_node_of = operator.itemgetter("node")
+_id_of = operator.itemgetter("id_")
+
+
+def _same_nodes(final: list[Any], entry: tuple[Any, Any, Any]) -> bool:
+    """Is ``final`` the list a waiting retrieval returned (same nodes, in the same order)?
+
+    With the objects kept (``retain="objects"``), ``list ==`` compares the very same objects without calling
+    their ``__eq__``. In light mode only the fast snapshot waits (see :meth:`_Tap.end`): the same node ids in
+    the same order, read by C getters under ``map()``. A node a postprocessor edited in place reads the same
+    either way; another node object with the same id and score reads as the same list, as its hits would.
+    """
+    nodes, snap = entry[1], entry[2]
+    if nodes is not None:
+        return final == nodes  # type: ignore[no-any-return]
+    if type(snap) is not Snapshot:
+        return False  # the generic snapshot: the final list is kept (and compared when read)
+    stride = len(snap.fields)
+    if len(final) * stride != len(snap):
+        return False
+    try:
+        return list(map(_id_of, map(_node_dict, map(_node_of, map(_node_dict, final))))) == snap[::stride]
+    except Exception:  # not NodeWithScore objects: not the list retrieved
+        return False
+
+
 def _result_nodes(result: Any) -> Any:
     if isinstance(result, list):
         return result if result else None
@@ -229,10 +255,11 @@ class _Tap:
     def __init__(self, recorder: Recorder) -> None:
         self._recorder = recorder
         self._open: dict[str, CaptureRecord | None] = {}  # open retrieval span -> its record (SKIP: not recorded)
-        # span -> finished records awaiting a final list, each with the list it retrieved and its scores (or the
-        # snapshot that carries them); the framework's objects are held only until the enclosing span ends (the
-        # app holds them till then too). Empty most of the time: a span's end then costs no lookup.
-        self._waiting: dict[str, list[tuple[CaptureRecord, list[Any], Any]]] = {}
+        # span -> finished records awaiting a final list, each with the list it retrieved (retain="objects" only:
+        # in light mode None, so the host's nodes and their embeddings can be freed while the span stays open)
+        # and its scores (or the snapshot that carries them, ids first). Empty most of the time: a span's end then
+        # costs no lookup.
+        self._waiting: dict[str, list[tuple[CaptureRecord, list[Any] | None, Any]]] = {}
         # the recorder's settings, read once (they are fixed when it is made)
         self._fast_snapshot = recorder.light
         self._snap_text = recorder.snap_text
@@ -319,11 +346,15 @@ class _Tap:
             record.promote_nested()
         parent = record._parent_id
         if parent is not None and type(nodes) is list and len(self._waiting) < _MAX_OPEN:
+            # what waits for the enclosing span: in light mode the snapshot only, never the nodes (with their
+            # embeddings, ~12 kB each at 1536 floats: the enclosing span may stay open long after the
+            # retrieval, see docs/capture.md); the objects only with retain="objects", which keeps them anyway
+            kept = None if self._fast_snapshot else nodes
             waiting = self._waiting.get(parent)
             if waiting is None:
-                self._waiting[parent] = [(record, nodes, scores)]
+                self._waiting[parent] = [(record, kept, scores)]
             else:
-                waiting.append((record, nodes, scores))
+                waiting.append((record, kept, scores))
         self._recorder.add(record)
 
     def finish_waiting(self, id_: str, result: Any) -> None:
@@ -336,10 +367,9 @@ class _Tap:
         if not waiting:
             return
         final = result if type(result) is list else getattr(result, "source_nodes", None)
-        if len(waiting) == 1 and type(final) is list and final and final == waiting[0][1]:
-            # the common case: the nodes the retriever returned (a query engine without postprocessors;
-            # list == compares the very same objects without calling their __eq__); they make a new final
-            # list only if a reranker changed their scores in place
+        if len(waiting) == 1 and type(final) is list and final and _same_nodes(final, waiting[0]):
+            # the common case: the nodes the retriever returned (a query engine without postprocessors); they
+            # make a new final list only if a reranker changed their scores in place
             record, _, retrieved_scores = waiting[0]
             if type(retrieved_scores) is Snapshot:
                 # plain NodeWithScore objects (see _snapshot_text_nodes), score last in each entry; read by C

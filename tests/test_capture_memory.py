@@ -1,0 +1,100 @@
+"""Capture memory is bounded in bytes (issue 18 point 4).
+
+* a LlamaIndex retrieval inside a span that stays open does not keep the host's ``NodeWithScore`` objects
+  (and their embeddings) alive: only the snapshot (ids, scores, texts, metadata references) waits for the
+  enclosing span's final list, unless ``retain="objects"`` was asked;
+* kept texts are bounded by ``max_text_bytes``; the texts not kept are counted;
+* cancelled LangChain retrievals are recorded as cancelled and leave the open map;
+* the LangChain configure hook never raises into the host.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+import weakref
+from typing import Any
+
+import pytest
+
+pytest.importorskip("llama_index.core")
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from rankbridge.callbacks import capture
+
+DIM = 1536
+K = 10
+
+
+class EmbeddedRetriever(BaseRetriever):
+    """Fresh nodes each call, each with a 1536-float embedding (as a vector store returns them)."""
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return [
+            NodeWithScore(
+                node=TextNode(text=f"passage {i} about {query_bundle.query_str}", id_=f"d{i}", embedding=[0.5] * DIM),
+                score=float(K - i),
+            )
+            for i in range(K)
+        ]
+
+
+def _held_open_run(retain: str, n: int = 20) -> tuple[list[weakref.ref[Any]], int, Any]:
+    """``n`` retrievals inside one span that is still open when they are measured.
+
+    Returns weak references to every ``NodeWithScore`` retrieved, the bytes still allocated (tracemalloc)
+    when the span is about to close, and the capture.
+    """
+    dispatcher = get_dispatcher("tests.capture_memory")
+    retriever = EmbeddedRetriever()
+    refs: list[weakref.ref[Any]] = []
+    measured: list[int] = []
+    alive: list[weakref.ref[Any]] = []
+
+    @dispatcher.span  # type: ignore[misc]
+    def step(text: str) -> str:  # a tool-like span: returns text, so the records wait for the outer span
+        nodes = retriever.retrieve(text)
+        refs.extend(weakref.ref(x) for x in nodes)
+        return f"{len(nodes)} passages"
+
+    @dispatcher.span  # type: ignore[misc]
+    def request() -> str:
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(n):
+            step(f"question {i}")
+        gc.collect()
+        measured.append(tracemalloc.get_traced_memory()[0] - before)
+        alive.extend(r for r in refs if r() is not None)  # the span is still open here
+        return "done"
+
+    with capture(frameworks=["llamaindex"], retain=retain) as cap:  # type: ignore[arg-type]
+        tracemalloc.start()
+        try:
+            request()
+        finally:
+            tracemalloc.stop()
+    assert len(refs) == n * K
+    return alive, measured[0], cap
+
+
+def test_nodes_are_collectable_while_the_enclosing_span_is_open() -> None:
+    n = 20
+    alive, kept, cap = _held_open_run("light", n)
+    assert len(cap.records) == n
+    assert alive == []  # every NodeWithScore (with its embedding) was freed while the span was open
+    per_retrieval = kept / n
+    # one embedding alone is 1536 pointers (12 kB) per node, 120 kB per retrieval: the snapshot is far below
+    assert per_retrieval < 20_000, per_retrieval
+    assert [h.doc_id for h in cap.records[0].retrieved] == [f"d{i}" for i in range(K)]
+    assert cap.records[0].retrieved[0].text == "passage 0 about question 0"
+
+
+def test_retain_objects_keeps_the_nodes() -> None:
+    n = 5
+    alive, kept, _ = _held_open_run("objects", n)
+    assert len(alive) == n * K  # asked for: the records keep the objects
+    assert kept / n > 100_000
