@@ -776,14 +776,6 @@ def test_cli_evaluate_other_forms(work: Path, base: Path, which: str, data: st.D
     _evaluate_form(work, base, which, data)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="src/rankbridge/_cli_common.py _first_json_object (not a reader: owned elsewhere) peeks at a .jsonl "
-    "qrels/golden file with `for line in fh` outside its try and catches only ValueError, so invalid UTF-8 "
-    "and deep nesting escape as exit 70; the fix is `except (ValueError, RecursionError)` around the loop. "
-    "Remove this mark when it passes.",
-)
 @CLI_SETTINGS
 @given(which=st.sampled_from(["qrels.jsonl", "golden.jsonl"]), data=st.data())
 def test_cli_evaluate_jsonl_judgments(work: Path, base: Path, which: str, data: st.DataObject) -> None:

@@ -23,14 +23,15 @@ JUDGMENTS_HELP = (
 def _first_json_object(path: Path) -> dict[str, object] | None:
     from rankbridge.io._open import open_text
 
-    with open_text(path) as fh:
-        for line in fh:
-            if line.strip():
-                try:
+    # a file that cannot be decoded or parsed here is left to the reader it falls to, which names the line
+    try:
+        with open_text(path) as fh:
+            for line in fh:
+                if line.strip():
                     obj = json.loads(line)
-                except ValueError:
-                    return None
-                return obj if isinstance(obj, dict) else None
+                    return obj if isinstance(obj, dict) else None
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return None
     return None
 
 

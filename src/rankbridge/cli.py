@@ -286,6 +286,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rankbridge`` command; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    with warnings.catch_warnings(record=True) as caught:
+        # the library's warnings (a golden set with unjudged questions, a trend split...) become one line
+        # each on stderr, whatever the interpreter's warning filters say
+        warnings.simplefilter("always")
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            return _run(args)
+        finally:
+            for message in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, UserWarning)):
+                print(f"rankbridge: warning: {message}", file=sys.stderr)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args))
     except StoreLockedError as exc:  # another process is writing the history: try again (EX_TEMPFAIL)
