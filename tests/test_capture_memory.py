@@ -98,3 +98,66 @@ def test_retain_objects_keeps_the_nodes() -> None:
     alive, kept, _ = _held_open_run("objects", n)
     assert len(alive) == n * K  # asked for: the records keep the objects
     assert kept / n > 100_000
+
+
+# -- a byte budget for kept texts ----------------------------------------------------------------------------
+class TextRetriever(BaseRetriever):
+    """Ten 1000-character passages per call."""
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return [NodeWithScore(node=TextNode(text=str(i) * 1000, id_=f"d{i}"), score=float(K - i)) for i in range(K)]
+
+
+def test_texts_over_the_budget_are_not_kept_and_are_counted() -> None:
+    budget = 25_000  # 2.5 retrievals of 10 x 1000 characters
+    with capture(frameworks=["llamaindex"], max_text_bytes=budget) as cap:
+        for i in range(5):
+            TextRetriever().retrieve(f"question {i}")
+    texts = [[h.text for h in r.retrieved] for r in cap.records]
+    kept = sum(t is not None for row in texts for t in row)
+    assert kept == 25
+    assert cap.recorder.text_chars == 25_000 <= budget
+    assert texts[0] == [str(i) * 1000 for i in range(K)]
+    assert texts[2][:5] == [str(i) * 1000 for i in range(5)] and texts[2][5:] == [None] * 5
+    assert texts[4] == [None] * K
+    # ids and scores are kept whatever the budget
+    assert [[(h.doc_id, h.score) for h in r.retrieved] for r in cap.records] == [
+        [(f"d{i}", float(K - i)) for i in range(K)]
+    ] * 5
+    assert cap.summary()["texts_dropped"] == 25
+    assert cap.run.config["texts_dropped"] == 25
+    assert cap.run.config["max_text_bytes"] == budget
+
+
+def test_default_budget_keeps_every_text_and_reports_zero() -> None:
+    with capture(frameworks=["llamaindex"]) as cap:
+        TextRetriever().retrieve("question")
+    assert cap.recorder.max_text_bytes == 256 * 2**20
+    assert all(h.text is not None for h in cap.records[0].retrieved)
+    assert cap.summary()["texts_dropped"] == 0
+    assert cap.recorder.text_chars == 10_000
+
+
+def test_content_hash_ids_keep_their_texts() -> None:
+    with capture(frameworks=["llamaindex"], id_from="content_hash", max_text_bytes=0) as cap:
+        TextRetriever().retrieve("question")
+    assert len({h.doc_id for h in cap.records[0].retrieved}) == K  # ids read from the texts
+    assert cap.summary()["texts_dropped"] == 0
+
+
+def test_generic_snapshot_path_is_budgeted_too() -> None:
+    from rankbridge.callbacks._recorder import CaptureRecord, Recorder
+
+    class Doc:
+        def __init__(self, id: str, page_content: str) -> None:
+            self.id, self.page_content = id, page_content
+            self.metadata: dict[str, Any] = {}
+
+    rec = Recorder(max_text_bytes=3)
+    r = CaptureRecord("test", "q", "r1", "Static")
+    r.set_items([Doc("a", "xy"), Doc("b", "zz"), Doc("c", "w")], None, rec)
+    assert rec.add(r)
+    assert [h.text for h in r.retrieved] == ["xy", None, "w"]
+    assert (rec.text_chars, rec.texts_dropped) == (3, 1)
+    rec.clear()
+    assert (rec.text_chars, rec.texts_dropped) == (0, 0)

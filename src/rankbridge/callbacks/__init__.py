@@ -83,6 +83,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from rankbridge.callbacks._recorder import (
+    DEFAULT_MAX_TEXT_BYTES,
     QUERY_ID_KEY,
     CaptureRecord,
     QueryMatcher,
@@ -471,7 +472,8 @@ class Capture:
         Keys: ``records``, ``queries``, ``matched_by_id``, ``matched_by_text``, ``unmatched``,
         ``unknown_ids`` (ids the app passed that the golden set lacks), ``missing`` (golden ids never
         seen), ``repeats``, ``errors``, ``resolve_errors``, ``reranked`` (records whose final list
-        differs), ``dropped``, ``sampled_out``, ``internal_errors``, ``last_internal_error``,
+        differs), ``dropped``, ``sampled_out``, ``texts_dropped`` (result texts not kept: over
+        ``max_text_bytes``), ``internal_errors``, ``last_internal_error``,
         ``frameworks``, ``id_check`` (``None`` without golden doc ids to check against, else
         ``{"status", "current", "chosen", "action", "message"}`` of the doc-id check that :meth:`to_run`
         makes on the final lists: ``action`` is ``"none"``, ``"resolved"`` (the run uses ``chosen``) or
@@ -511,6 +513,7 @@ class Capture:
             "reranked": reranked,
             "dropped": rec.dropped,
             "sampled_out": rec.sampled_out,
+            "texts_dropped": rec.texts_dropped,
             "internal_errors": rec.internal_errors,
             "last_internal_error": rec.last_internal_error,
             "frameworks": list(self._frameworks),
@@ -544,6 +547,8 @@ class Capture:
             "max_records": rec.max_records,
             "dropped": rec.dropped,
             "sampled_out": rec.sampled_out,
+            "max_text_bytes": rec.max_text_bytes,
+            "texts_dropped": rec.texts_dropped,
             "id_from": rec.id_from if isinstance(rec.id_from, (str, type(None))) else repr(rec.id_from),
         }
 
@@ -643,6 +648,7 @@ def capture(
     trace: bool = False,
     retain: Literal["light", "objects"] = "light",
     check_ids: bool = True,
+    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
 ) -> Capture:
     """Record the retrievals of a running LlamaIndex / LangChain app; use as ``with capture() as cap:``.
 
@@ -697,6 +703,11 @@ def capture(
         golden set also makes records copy each result's ``ref_doc_id`` (read from the node's
         relationships on the fast path; its cost is in docs/benchmarks.md), so that it can be offered; a
         list of queries or ``{id: text}`` has no doc ids and changes nothing.
+    max_text_bytes:
+        Budget for the result texts the records keep, over the whole capture (default 256 MiB), counted as
+        ``len(text)`` (characters stand in for bytes: exact for ASCII text). Texts beyond it are not kept
+        (their hits keep id and score, ``text`` is ``None``) and are counted in ``summary()["texts_dropped"]``
+        and ``run.config["texts_dropped"]``. ``0`` keeps no texts. See docs/capture.md.
 
     Partial captures: questions of ``golden`` the app never asked are not scored as 0 by
     :func:`rankbridge.evaluate` (it scores a capture run on the questions seen and reports how many were
@@ -748,6 +759,7 @@ def capture(
         keep_text=keep_text,
         seed=seed,
         retain=retain,
+        max_text_bytes=max_text_bytes,
         # decided here, once: only a golden set with doc ids makes the check (and the ref_doc_id copy) worth it
         keep_ref=isinstance(golden, GoldenSet) and _has_doc_ids(golden),
     )

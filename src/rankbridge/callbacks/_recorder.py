@@ -7,7 +7,8 @@ host application, on its threads and its event loop. Everything they call here i
   its metadata, its score: a :class:`Snapshot`) so that the framework's objects can be freed, and is
   turned into :class:`~rankbridge.Hit` objects (doc ids resolved) only when the run is read;
 * bounded -- at most ``max_records`` records are kept, later ones are counted in
-  :attr:`Recorder.dropped`;
+  :attr:`Recorder.dropped`, and at most ``max_text_bytes`` of result texts (counted in characters), later
+  texts are counted in :attr:`Recorder.texts_dropped`;
 * thread- and task-safe -- one short lock guards the record list and the counters, never held
   across a call into user code;
 * never raising -- :func:`guarded` wraps every handler method, so a failure of rankbridge's own
@@ -49,6 +50,7 @@ from rankbridge.retriever import IdSpec, id_sources, normalize_hits, result_attr
 from rankbridge.types import GoldenSet, Hit, Query
 
 __all__ = [
+    "DEFAULT_MAX_TEXT_BYTES",
     "EMPTY_METADATA",
     "QUERY_ID_KEY",
     "CaptureRecord",
@@ -69,6 +71,8 @@ QUERY_ID_KEY = "rankbridge_query_id"
 _current_query_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("rankbridge_query_id", default=None)
 
 _NO_TAGS: Mapping[str, Any] = MappingProxyType({})
+#: Default budget of :class:`Recorder` for kept result texts (``len`` of each text; see ``max_text_bytes``).
+DEFAULT_MAX_TEXT_BYTES = 256 * 2**20
 #: What a snapshot may keep instead of a result's own empty metadata dict (one less object kept alive per
 #: result); read back as a new empty dict, as the result had.
 EMPTY_METADATA: Mapping[str, Any] = MappingProxyType({})
@@ -639,6 +643,13 @@ class Recorder:
         handler's fast snapshot of plain ``TextNode`` results copies it too (read from ``relationships``).
     seed:
         Seed of the sampling generator, for reproducible sampling.
+    max_text_bytes:
+        Budget for the result texts light snapshots keep, over all records (default 256 MiB). Counted as
+        ``len(text)``, characters standing in for bytes (exact for ASCII; CPython stores other text in 2 or 4
+        bytes a character), when a top-level record is added. A text that does not fit is not kept: its hit
+        keeps its id and score, with ``text`` ``None``; :attr:`texts_dropped` counts them. Texts an
+        ``id_from="content_hash"`` reads ids from are counted but always kept, and ``retain="objects"``
+        records keep the framework's objects (their texts are not counted).
     retain:
         ``"light"`` (default): when a retrieval ends, copy each result's own id, text, metadata (and
         ``ref_doc_id`` when ``id_from`` uses it) and let the framework's objects go, which keeps the
@@ -652,6 +663,8 @@ class Recorder:
         When ``False`` handlers return at their first line (a paused capture).
     dropped, sampled_out, internal_errors:
         Counters; ``last_internal_error`` keeps the text of the latest internal error.
+    text_chars, texts_dropped:
+        Characters of result text kept so far, and texts not kept (over ``max_text_bytes``).
     """
 
     def __init__(
@@ -665,11 +678,14 @@ class Recorder:
         seed: int | None = None,
         retain: str = "light",
         keep_ref: bool = False,
+        max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
     ) -> None:
         if retain not in ("light", "objects"):
             raise InputError(f"retain must be 'light' or 'objects'. Got {retain!r} instead.")
         if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
             raise InputError(f"max_records must be an int >= 1. Got {max_records!r} instead.")
+        if isinstance(max_text_bytes, bool) or not isinstance(max_text_bytes, int) or max_text_bytes < 0:
+            raise InputError(f"max_text_bytes must be an int >= 0. Got {max_text_bytes!r} instead.")
         if (
             isinstance(sample_rate, bool)
             or not isinstance(sample_rate, (int, float))
@@ -689,6 +705,11 @@ class Recorder:
         self.light = retain == "light" and not any(callable(sp) for sp in specs)
         self.snap_text = bool(keep_text) or "content_hash" in specs
         self.snap_ref = "ref_doc_id" in specs or bool(keep_ref)
+        self.max_text_bytes = max_text_bytes
+        # texts that are ids (content hashes) are never dropped
+        self._drop_texts = "content_hash" not in specs
+        self.text_chars = 0
+        self.texts_dropped = 0
         self.enabled = True
         self.dropped = 0
         self.sampled_out = 0
@@ -716,18 +737,57 @@ class Recorder:
     def add(self, record: CaptureRecord) -> bool:
         """Keep a finished top-level record; ``False`` (and one more :attr:`dropped`) when full."""
         record._resolve = self.resolve
-        if record.nested:
-            stack = list(record.nested)
-            while stack:
-                r = stack.pop()
-                r._resolve = self.resolve
-                stack.extend(r.nested)
         with self._lock:
             if len(self._records) >= self.max_records:
                 self.dropped += 1
                 return False
+            self._budget(record._items)
+            final = record._final_items
+            if final is not None and final is not record._items:
+                self._budget(final)
+            if record.nested:
+                # (a wrapper's retrieved list is its inner record's: each snapshot is counted once)
+                seen = {id(record._items), id(final)}
+                stack = list(record.nested)
+                while stack:
+                    r = stack.pop()
+                    r._resolve = self.resolve
+                    if id(r._items) not in seen:
+                        seen.add(id(r._items))
+                        self._budget(r._items)
+                    stack.extend(r.nested)
             self._records.append(record)
             return True
+
+    def _budget(self, snap: Any) -> None:
+        """Count the texts of a light snapshot against ``max_text_bytes``; blank those that do not fit.
+
+        Called under the lock. ``len`` of each text, summed in C: a few ns per result; the per-text walk
+        runs only once the budget is reached.
+        """
+        if type(snap) is not Snapshot:
+            return
+        fields = snap.fields
+        if "text" not in fields:
+            return
+        stride = len(fields)
+        at = fields.index("text")
+        texts = snap[at::stride]
+        try:
+            total = sum(map(len, texts))
+        except TypeError:  # a text that is not a string (read as None)
+            total = sum(len(t) for t in texts if type(t) is str)
+        if self.text_chars + total <= self.max_text_bytes or not self._drop_texts:
+            self.text_chars += total
+            return
+        for i, text in enumerate(texts):
+            if type(text) is not str:
+                continue
+            if self.text_chars + len(text) <= self.max_text_bytes:
+                self.text_chars += len(text)
+            else:
+                snap[at + i * stride] = None
+                self.texts_dropped += 1
 
     def internal_error(self, where: str, exc: BaseException) -> None:
         """Count a failure of rankbridge's own bookkeeping (never raised into the host)."""
@@ -746,6 +806,7 @@ class Recorder:
         with self._lock:
             self._records.clear()
             self.dropped = self.sampled_out = self.internal_errors = 0
+            self.text_chars = self.texts_dropped = 0
             self.last_internal_error = None
 
 
