@@ -106,6 +106,7 @@ TEMPLATE = r"""
 {%- if r.categories %}<a href="#rb-categories">Categories</a>{% endif %}
 {%- if r.relevance %}<a href="#rb-relevance">Relevance</a>{% endif %}
 {%- if r.ragas %}<a href="#rb-ragas">RAGAS</a>{% endif %}
+{%- if r.per_query %}<a href="#rb-per-query">Per question</a>{% endif %}
 {%- if r.trend or r.trend_notes %}<a href="#rb-trend">Trend</a>{% endif %}
 {%- if r.queries %}<a href="#rb-queries">Questions</a>{% endif %}
 {%- if r.failed_top1 %}<a href="#rb-failed">Failed questions</a>{% endif %}
@@ -148,7 +149,7 @@ paired difference to the baseline <b>{{ r.baseline }}</b> over the same question
 {% if plots.metrics %}<figure>{{ plots.metrics }}</figure>{% endif %}
 <div class="scroll"><table>
 <tr><th class="l">metric</th><th class="l">run</th><th>mean</th><th>CI</th><th>vs {{ r.baseline }}</th><th>CI</th>
-<th>p</th><th>p adj</th><th>d</th><th>W/T/L</th></tr>
+<th>p</th><th>p adj</th><th>d</th><th>W/T/L</th>{% if partial %}<th class="l">scored</th>{% endif %}</tr>
 {%- for row in r.strategies %}{% set first = loop.first or row.metric != r.strategies[loop.index0 - 1].metric %}
 <tr{% if first %} class="first"{% endif %}>
 <td class="l">{% if first %}<b>{{ row.metric }}</b>{% endif %}</td><td class="run">{{ row.run }}{% if row.baseline %} <span class="muted">(baseline)</span>{% endif %}</td>
@@ -158,7 +159,8 @@ paired difference to the baseline <b>{{ r.baseline }}</b> over the same question
 <td class="{{ 'sig' if row.significant }}{{ ' neg' if row.significant and row.difference.estimate < 0 }}">{{ row.difference.estimate|diff }}{{ " *" if row.significant }}</td>
 <td class="ci">{{ row.difference|ci(True) }}</td><td>{{ row.pvalue|p }}</td><td{% if row.warning %} title="{{ row.warning }}"{% endif %}>{{ row.pvalue_adjusted|p }}{{ "†" if row.warning }}</td>
 <td>{{ row.effect_size|v(2) }}</td><td>{{ row.wins }}/{{ row.ties }}/{{ row.losses }}</td>
-{%- endif %}</tr>
+{%- endif %}
+{%- if partial %}<td class="l">{{ row.scored_note or ("n=%d"|format(row.mean.n)) }}{% if row.left_out %}; paired over {{ row.paired_n }}, {{ row.left_out }} left out{% endif %}</td>{% endif %}</tr>
 {%- endfor %}
 </table></div>
 <p class="muted">* significant at alpha {{ r.settings.alpha }} after correction · † not significant, and too few questions to
@@ -260,17 +262,38 @@ Mean relevance: per question, the mean label of its top {{ rel.depth }} (unjudge
 </section>
 {%- endif %}
 
-{%- if r.ragas %}
+{%- if r.ragas %}{% set rg = r.ragas %}
 <section id="rb-ragas">
 <h2>RAGAS</h2>
+<p class="lead">Means are over the rows RAGAS scored (n); a row it could not score is counted, not averaged.
+Differences to <b>{{ r.baseline }}</b> are paired over the questions scored for both runs.</p>
 <div class="scroll"><table>
-<tr><th class="l">column</th><th class="l">run</th><th>mean</th><th>CI</th><th>n scored</th></tr>
-{%- for col in r.ragas.columns %}{% set vals = r.ragas.values[col] %}{% for run, iv in vals.items() %}
-<tr{% if loop.first %} class="first"{% endif %}>{% if loop.first %}<td class="text" rowspan="{{ vals|length }}"><b>{{ col }}</b><br><span class="muted">{{ r.ragas.readings[col] }}</span></td>{% endif %}
-<td class="run">{{ run }}</td><td>{{ iv.estimate|v }}</td><td class="ci">{{ iv|ci }}</td><td>{{ iv.n }} / {{ r.num_queries }}</td></tr>
+<tr><th class="l">column</th><th class="l">run</th><th>mean</th><th>CI</th><th class="l">n scored</th><th>vs {{ r.baseline }}</th><th>p adj</th><th>left out</th></tr>
+{%- for col in rg.columns %}{% set vals = rg.values[col] %}{% for run, iv in vals.items() %}{% set d = rg.differences.get(col, {}).get(run) %}
+<tr{% if loop.first %} class="first"{% endif %}>{% if loop.first %}<td class="text" rowspan="{{ vals|length }}"><b>{{ col }}</b><br><span class="muted">{{ rg.readings[col] }}</span></td>{% endif %}
+<td class="run">{{ run }}</td><td>{{ iv.estimate|v }}</td><td class="ci">{{ iv|ci }}</td><td class="l">{{ rg.scored_note(col, run) }}</td>
+{%- if d is none %}<td></td><td></td><td></td>{% else %}{% set left = rg.left_out[col].get(run, 0) %}
+<td>{{ d.estimate|diff }} <span class="ci">{{ d|ci(True) }}</span></td><td>{{ rg.pvalues_adjusted[col].get(run)|p }}</td><td>{{ left }}{% if left %} (paired over {{ d.n }}){% endif %}</td>{% endif %}</tr>
 {%- endfor %}{% endfor %}
 </table></div>
-<p class="note">{{ r.ragas.note }}</p>
+<p class="note">{{ rg.note }}</p>
+</section>
+{%- endif %}
+
+{%- if r.per_query %}{% set pq = r.per_query %}
+<section id="rb-per-query">
+<h2>Per question</h2>
+<p class="lead">{% if pq.rows|length < pq.total %}The {{ pq.rows|length }} worst{% else %}All {{ pq.total }}, worst first,{% endif %} by {{ pq.by }}
+of {{ pq.total }} questions (mean over the runs that scored it). &ndash; = not scored (hover for the reason).</p>
+<div class="scroll"><table>
+<tr><th class="l">question</th>{% for m in pq.metrics %}{% for run in pq.runs %}<th>{{ m }}<br>{{ run }}</th>{% endfor %}{% endfor %}</tr>
+{%- for row in pq.rows %}
+<tr><td class="text"><code>{{ row.query_id }}</code>{% if row.query %} {{ row.query }}{% endif %}</td>
+{%- for m in pq.metrics %}{% for run in pq.runs %}{% set v = row.values[m][run] %}
+{%- if v != v %}<td class="unscored" title="{{ row.reasons.get(m, {}).get(run, 'not scored') }}">&ndash;</td>{% else %}<td>{{ v|v }}</td>{% endif %}
+{%- endfor %}{% endfor %}</tr>
+{%- endfor %}
+</table></div>
 </section>
 {%- endif %}
 
@@ -445,6 +468,7 @@ def render(report: Report, *, plots: bool = True, fragment: bool = False) -> str
         css=markupsafe.Markup(CSS),
         classes=RELEVANCE_CLASSES,
         trend_groups=trend_groups(report),
+        partial=any(row.unscored or row.left_out for row in report.strategies),
         selector_js=markupsafe.Markup(SELECTOR_JS),
     )
     if fragment:

@@ -18,6 +18,7 @@ True
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -33,7 +34,7 @@ from rankbridge.reports.model import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rankbridge.reports.model import Report
+    from rankbridge.reports.model import Report, StrategyRow
 
 __all__ = ["escape", "render"]
 
@@ -156,6 +157,53 @@ def _rerank(report: Report) -> list[str]:
     return out
 
 
+def _partial(report: Report) -> bool:
+    """Whether any strategy row is over fewer than all questions (a RAGAS column with unscored rows)."""
+    return any(r.unscored or r.left_out for r in report.strategies)
+
+
+def _scored_cell(r: StrategyRow) -> str:
+    text = r.scored_note or f"n={r.mean.n}"
+    if r.left_out:
+        text += f"; paired over {r.paired_n}, {r.left_out} left out"
+    return text
+
+
+def _per_query(report: Report) -> list[str]:
+    pq = report.per_query
+    assert pq is not None
+    shown = len(pq.rows)
+    which = f"the {shown} worst by {pq.by}" if shown < pq.total else f"all {pq.total}, worst by {pq.by} first"
+    out = ["## Per question", "", f"{which} of {pq.total} questions (mean over the runs that scored it). "]
+    out[-1] += "– = not scored (see the notes below the table)."
+    if pq.unscored:
+        listed = ", ".join(f"{m}: {k}" for m, k in pq.unscored.items())
+        out[-1] += f" Unscored cells over all questions: {escape(listed)}."
+    out.append("")
+    header = ["question", *(f"{m} {escape(run)}" for m in pq.metrics for run in pq.runs)]
+    notes: dict[str, int] = {}
+    rows = []
+    for row in pq.rows:
+        cells = [escape(row.query_id) + (f": {escape(row.query)}" if row.query else "")]
+        for m in pq.metrics:
+            for run in pq.runs:
+                v = row.values[m][run]
+                if math.isnan(v):
+                    reason = row.reasons.get(m, {}).get(run, "not scored")
+                    ref = notes.setdefault(reason, len(notes) + 1)
+                    cells.append(f"–[^rb{ref}]")
+                else:
+                    cells.append(fmt_value(v))
+        rows.append(cells)
+    out += _table(header, rows)
+    out.append("")
+    for reason, ref in notes.items():
+        out.append(f"[^rb{ref}]: not scored: {escape(reason)}")
+    if notes:
+        out.append("")
+    return out
+
+
 def render(report: Report) -> str:
     """The whole report as Markdown text."""
     out: list[str] = [f"# {escape(report.title)}", ""]
@@ -194,6 +242,9 @@ def render(report: Report) -> str:
 
     out += ["## Strategies", ""]
     header = ["metric", "run", "mean", "CI", f"vs {escape(report.baseline)}", "CI", "p", "p adj", "d", "W/T/L"]
+    partial = _partial(report)
+    if partial:
+        header.append("scored")
     rows = []
     for r in report.strategies:
         name = escape(r.run) + (" (baseline)" if r.baseline else "")
@@ -210,8 +261,10 @@ def render(report: Report) -> str:
                 fmt_value(r.effect_size, 2),
                 f"{r.wins}/{r.ties}/{r.losses}",
             ]
+        if partial:
+            cells.append(escape(_scored_cell(r)))
         rows.append(cells)
-    out += _table(header, rows, "ll" + "r" * 8)
+    out += _table(header, rows, "ll" + "r" * 8 + ("l" if partial else ""))
     out += ["", f"\\* significant at alpha {s['alpha']:g} after correction.", ""]
     weak = [r for r in report.strategies if r.warning]
     if weak:
@@ -288,9 +341,37 @@ def render(report: Report) -> str:
         rows = []
         for col in rg.columns:
             for run, iv in rg.values[col].items():
-                rows.append([escape(col), escape(run), fmt_value(iv.estimate), fmt_ci(iv), str(iv.n)])
-        out += _table(["column", "run", "mean", "CI", "n"], rows, "llrrr")
-        out += ["", f"> {escape(rg.note)}", ""]
+                d = rg.differences.get(col, {}).get(run)
+                rcells = [
+                    escape(col),
+                    escape(run),
+                    fmt_value(iv.estimate),
+                    fmt_ci(iv),
+                    escape(rg.scored_note(col, run)),
+                ]
+                if d is None:
+                    rcells += ["", "", ""]
+                else:
+                    left = rg.left_out[col].get(run, 0)
+                    rcells += [
+                        f"{fmt_diff(d.estimate)} {fmt_ci(d, sign=True)}",
+                        fmt_p(rg.pvalues_adjusted[col].get(run)),
+                        f"{left} (paired over {d.n})" if left else "0",
+                    ]
+                rows.append(rcells)
+        header = ["column", "run", "mean", "CI", "n", f"vs {escape(report.baseline)}", "p adj", "left out"]
+        out += _table(header, rows, "llrrlrrr")
+        out += [
+            "",
+            "Means are over the rows RAGAS scored (n); a row it could not score is counted, not averaged. "
+            "Differences are paired over the questions scored for both runs (the others are left out).",
+            "",
+            f"> {escape(rg.note)}",
+            "",
+        ]
+
+    if report.per_query is not None:
+        out += _per_query(report)
 
     if report.trend or report.trend_notes:
         out += ["## Trend over saved runs", ""]

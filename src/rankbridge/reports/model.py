@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from rankbridge.compare import Comparison, FailedQuery, Failures, SliceTable
+from rankbridge.compare import Comparison, FailedQuery, Failures, QueryRow, SliceTable
 from rankbridge.compare import failures as compute_failures
 from rankbridge.errors import InputError
 from rankbridge.evaluate import Evaluation, evaluate
@@ -63,6 +63,7 @@ __all__ = [
     "FailedTop1",
     "FailureList",
     "Headline",
+    "PerQuerySection",
     "QueryItem",
     "RagasSection",
     "Recommendation",
@@ -94,6 +95,8 @@ TYPICAL_FOUND = 0.8
 RECOMMEND_BY = "dcg@10"
 #: The stage of a run that holds its list before a reranker or postprocessor (see :attr:`Run.stages`).
 RERANK_STAGE = "retrieved"
+#: Rows of the per-query table by default (when the comparison has RAGAS columns).
+PER_QUERY_ROWS = 20
 #: Share of unjudged results (in the relevance depth) above which the report warns.
 UNJUDGED_WARNING = 0.3
 Format = Literal["terminal", "md", "html", "json", "text"]
@@ -406,6 +409,19 @@ class StrategyRow:
     ties: int | None = None
     losses: int | None = None
     warning: str | None = None
+    unscored: int = 0
+    unscored_reasons: str | None = None
+    paired_n: int | None = None
+    left_out: int = 0
+
+    @property
+    def scored_note(self) -> str | None:
+        """``"n=10 of 12; 2 not scored: 2 error"`` for a mean over fewer than all questions (a RAGAS column)."""
+        if not self.unscored:
+            return None
+        total = self.mean.n + self.unscored
+        why = f": {self.unscored_reasons}" if self.unscored_reasons else ""
+        return f"n={self.mean.n} of {total}; {self.unscored} not scored{why}"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -414,6 +430,11 @@ class StrategyRow:
             "run": self.run,
             "baseline": self.baseline,
             "mean": self.mean.to_dict(),
+            "n": self.mean.n,
+            "unscored": self.unscored,
+            "unscored_reasons": self.unscored_reasons,
+            "paired_n": self.paired_n,
+            "left_out": self.left_out,
             "reading": self.reading,
             "difference": _iv_dict(self.difference),
             "relative_change": _json_float(self.relative_change),
@@ -737,12 +758,51 @@ class RelevanceSection:
 
 @dataclass(frozen=True)
 class RagasSection:
-    """RAGAS columns found in the evaluations: ``values[column][run]`` mean with interval (over scored rows)."""
+    """RAGAS columns found in the evaluations.
+
+    Attributes
+    ----------
+    columns:
+        The RAGAS columns, compared ones first.
+    values:
+        ``values[column][run]`` -- the mean with its interval over the scored rows (``Interval.n``): for a
+        column in the comparison it is ``Comparison.means[column][run]`` itself.
+    readings:
+        What each column measures.
+    compared:
+        The columns that are in the comparison's metrics (with paired tests in the strategy table).
+    num_queries:
+        The questions of the comparison.
+    unscored:
+        ``unscored[column][run]`` -- how many rows RAGAS could not score (never averaged as NaN).
+    reasons:
+        ``reasons[column][run]`` -- why, grouped (``"2 error: TimeoutError"``); only where rows are unscored.
+    differences, pvalues_adjusted, left_out:
+        From ``Comparison.paired[column][run]`` (runs other than the baseline, compared columns only): the
+        paired difference, its adjusted p-value, and the questions left out of the pair (no value on a side).
+    """
 
     columns: tuple[str, ...]
     values: dict[str, dict[str, Interval]]
     readings: dict[str, str]
     note: str = RAGAS_NOTE
+    compared: tuple[str, ...] = ()
+    num_queries: int = 0
+    unscored: dict[str, dict[str, int]] = field(default_factory=dict)
+    reasons: dict[str, dict[str, str]] = field(default_factory=dict)
+    differences: dict[str, dict[str, Interval]] = field(default_factory=dict)
+    pvalues_adjusted: dict[str, dict[str, float]] = field(default_factory=dict)
+    left_out: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def scored_note(self, column: str, run: str) -> str:
+        """``"n=10 of 12; 2 not scored: 2 error: ScriptedFailure"`` (or ``"n=12 of 12"``)."""
+        iv = self.values[column][run]
+        k = self.unscored.get(column, {}).get(run, 0)
+        total = self.num_queries or iv.n + k
+        if not k:
+            return f"n={iv.n} of {total}"
+        why = self.reasons.get(column, {}).get(run)
+        return f"n={iv.n} of {total}; {k} not scored" + (f": {why}" if why else "")
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -751,6 +811,57 @@ class RagasSection:
             "values": {c: {r: iv.to_dict() for r, iv in runs.items()} for c, runs in self.values.items()},
             "readings": dict(self.readings),
             "note": self.note,
+            "compared": list(self.compared),
+            "num_queries": self.num_queries,
+            "unscored": {c: dict(runs) for c, runs in self.unscored.items()},
+            "reasons": {c: dict(runs) for c, runs in self.reasons.items()},
+            "differences": {c: {r: iv.to_dict() for r, iv in runs.items()} for c, runs in self.differences.items()},
+            "pvalues_adjusted": {
+                c: {r: _json_float(p) for r, p in runs.items()} for c, runs in self.pvalues_adjusted.items()
+            },
+            "left_out": {c: dict(runs) for c, runs in self.left_out.items()},
+        }
+
+
+@dataclass(frozen=True)
+class PerQuerySection:
+    """The per-query table: one row per question, the headline metrics and RAGAS columns side by side.
+
+    Bounded: the ``len(rows)`` worst questions by ``by`` (mean over the runs that scored it; a question no
+    run could score comes first), of ``total``.
+
+    Attributes
+    ----------
+    metrics, runs:
+        The columns and the runs.
+    by:
+        The metric the rows are picked and ordered by (the first ranking metric of the comparison).
+    total:
+        The questions of the comparison.
+    rows:
+        :class:`~rankbridge.compare.QueryRow` s (question text shortened); a NaN value is an unscored cell,
+        its reason in ``reasons``.
+    unscored:
+        ``unscored[metric]`` -- unscored cells of that metric over all questions and runs.
+    """
+
+    metrics: tuple[str, ...]
+    runs: tuple[str, ...]
+    by: str
+    total: int
+    rows: tuple[QueryRow, ...]
+    unscored: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "metrics": list(self.metrics),
+            "runs": list(self.runs),
+            "by": self.by,
+            "total": self.total,
+            "shown": len(self.rows),
+            "rows": [r.to_dict() for r in self.rows],
+            "unscored": dict(self.unscored),
         }
 
 
@@ -974,6 +1085,9 @@ class Report:
         The relevance profile of the results.
     ragas:
         RAGAS columns, when the evaluations carry any.
+    per_query:
+        The per-query table (the worst questions by the first ranking metric, every metric and RAGAS
+        column per run), unless ``per_query=0``.
     warnings:
         Everything the reader should be warned about (too few queries, failed queries, unjudged results...).
     notes:
@@ -1012,6 +1126,7 @@ class Report:
     ragas: RagasSection | None = None
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    per_query: PerQuerySection | None = None
     recommendation: Recommendation | None = None
     rerank: RerankSection | None = None
     failed_top1: tuple[FailedTop1, ...] = ()
@@ -1076,6 +1191,7 @@ class Report:
             "failed_top1": [f.to_dict() for f in self.failed_top1],
             "trend_metric": self.trend_metric,
             "trend_notes": list(self.trend_notes),
+            "per_query": None if self.per_query is None else self.per_query.to_dict(),
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:
@@ -1231,15 +1347,19 @@ def _headlines(cmp: Comparison) -> tuple[Headline, ...]:
     return tuple(out)
 
 
-def _strategies(cmp: Comparison) -> tuple[StrategyRow, ...]:
+def _strategies(cmp: Comparison, reasons: Mapping[str, Mapping[str, str]]) -> tuple[StrategyRow, ...]:
     rows = []
     for metric in cmp.metrics:
         for run in cmp.runs:
             iv = cmp.means[metric][run]
             pc = cmp.paired[metric].get(run)
             reading = _run_reading(cmp, metric, run, iv.estimate)
+            scored = {
+                "unscored": len(cmp.unscored.get(metric, {}).get(run, ())),
+                "unscored_reasons": reasons.get(metric, {}).get(run),
+            }
             if pc is None:
-                rows.append(StrategyRow(metric, run, run == cmp.baseline, iv, reading))
+                rows.append(StrategyRow(metric, run, run == cmp.baseline, iv, reading, **scored))  # type: ignore[arg-type]
                 continue
             rows.append(
                 StrategyRow(
@@ -1258,6 +1378,10 @@ def _strategies(cmp: Comparison) -> tuple[StrategyRow, ...]:
                     ties=pc.ties,
                     losses=pc.losses,
                     warning=pc.warning,
+                    unscored=int(scored["unscored"] or 0),
+                    unscored_reasons=scored["unscored_reasons"],  # type: ignore[arg-type]
+                    paired_n=pc.num_queries,
+                    left_out=pc.left_out,
                 )
             )
     return tuple(rows)
@@ -1654,23 +1778,75 @@ def _failed_top1(
     return tuple(out)
 
 
-def _ragas(cmp: Comparison) -> RagasSection | None:
-    columns: list[str] = []
+def _group_reasons(reasons: Sequence[str], limit: int = 3) -> str:
+    """``"2 error: TimeoutError, 1 timeout"``: the distinct reasons with their counts, most frequent first."""
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        key = _shorten(reason, 80) or "not scored"
+        counts[key] = counts.get(key, 0) + 1
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    text = ", ".join(f"{n} {reason}" for reason, n in ordered[:limit])
+    return text + (", ..." if len(ordered) > limit else "")
+
+
+def _unscored_reasons(cmp: Comparison, rows: Mapping[str, QueryRow]) -> dict[str, dict[str, str]]:
+    """``{metric: {run: grouped reasons}}`` of the comparison's unscored cells."""
+    out: dict[str, dict[str, str]] = {}
+    for metric, by_run in cmp.unscored.items():
+        for run, qids in by_run.items():
+            if qids:
+                found = [
+                    rows[q].reasons.get(metric, {}).get(run, "not scored") if q in rows else "not scored" for q in qids
+                ]
+                out.setdefault(metric, {})[run] = _group_reasons(found)
+    return out
+
+
+def _ragas(
+    cmp: Comparison, rows: Mapping[str, QueryRow], reasons: Mapping[str, Mapping[str, str]]
+) -> RagasSection | None:
+    columns: list[str] = [m for m in cmp.metrics if m.startswith(RAGAS_PREFIX)]
     for ev in cmp.evaluations.values():
         columns.extend(c for c in ev.values if c.startswith(RAGAS_PREFIX) and c not in columns)
     if not columns:
         return None
     values: dict[str, dict[str, Interval]] = {}
+    unscored: dict[str, dict[str, int]] = {}
+    why: dict[str, dict[str, str]] = {}
+    diffs: dict[str, dict[str, Interval]] = {}
+    padj: dict[str, dict[str, float]] = {}
+    left_out: dict[str, dict[str, int]] = {}
     for col in columns:
         values[col] = {}
-        for run in cmp.runs:
+        if col in cmp.means:  # compared: the comparison's own numbers, nothing recomputed
+            for run in cmp.runs:
+                values[col][run] = cmp.means[col][run]
+                k = len(cmp.unscored.get(col, {}).get(run, ()))
+                if k:
+                    unscored.setdefault(col, {})[run] = k
+                    why.setdefault(col, {})[run] = reasons.get(col, {}).get(run, "not scored")
+            for run, pc in cmp.paired[col].items():
+                diffs.setdefault(col, {})[run] = pc.difference
+                padj.setdefault(col, {})[run] = pc.pvalue_adjusted
+                left_out.setdefault(col, {})[run] = pc.left_out
+            continue
+        for run in cmp.runs:  # joined but not compared: a mean over the scored rows, no paired test
             ev = cmp.evaluations[run]
             if col not in ev.values:
                 continue
             v = ev.values[col]
-            ok = v[~np.isnan(v)]
+            nan = np.isnan(v)
+            ok = v[~nan]
+            if nan.any():
+                unscored.setdefault(col, {})[run] = int(nan.sum())
+                found = [
+                    rows[q].reasons.get(col, {}).get(run, "not scored") if q in rows else "not scored"
+                    for q, bad in zip(ev.query_ids, nan.tolist(), strict=True)
+                    if bad
+                ]
+                why.setdefault(col, {})[run] = _group_reasons(found)
             if len(ok) == 0:
-                values[col][run] = Interval(math.nan, math.nan, math.nan, cmp.level, "t", 0)
+                values[col][run] = Interval(math.nan, math.nan, math.nan, cmp.level, "none", 0)
                 continue
             values[col][run] = confidence_interval(
                 ok,
@@ -1681,7 +1857,42 @@ def _ragas(cmp: Comparison) -> RagasSection | None:
                 bounds=(0.0, 1.0),
             )
     readings = {c: _ragas_reading(c[len(RAGAS_PREFIX) :], math.nan) for c in columns}
-    return RagasSection(columns=tuple(columns), values=values, readings=readings)
+    return RagasSection(
+        columns=tuple(columns),
+        values=values,
+        readings=readings,
+        compared=tuple(c for c in columns if c in cmp.means),
+        num_queries=cmp.num_queries,
+        unscored=unscored,
+        reasons=why,
+        differences=diffs,
+        pvalues_adjusted=padj,
+        left_out=left_out,
+    )
+
+
+def _per_query(cmp: Comparison, table: Sequence[QueryRow], limit: int) -> PerQuerySection | None:
+    """The ``limit`` worst questions by the first ranking metric (mean over the runs that scored it)."""
+    if limit <= 0 or not table:
+        return None
+    metrics = tuple(table[0].values)
+    by = next((m for m in cmp.metrics if not m.startswith(RAGAS_PREFIX)), cmp.metrics[0])
+
+    def key(item: tuple[int, QueryRow]) -> tuple[float, int]:
+        vals = [v for v in item[1].values[by].values() if not math.isnan(v)]
+        return (sum(vals) / len(vals) if vals else -math.inf, item[0])
+
+    picked = sorted(enumerate(table), key=key)[:limit]
+    rows = tuple(QueryRow(r.query_id, _shorten(r.query), r.values, r.reasons) for _, r in picked)
+    unscored = {m: sum(1 for r in table for v in r.values[m].values() if math.isnan(v)) for m in metrics}
+    return PerQuerySection(
+        metrics=metrics,
+        runs=cmp.runs,
+        by=by,
+        total=cmp.num_queries,
+        rows=rows,
+        unscored={m: k for m, k in unscored.items() if k},
+    )
 
 
 def _categories(tables: Mapping[str, SliceTable], runs: Sequence[str]) -> CategoryTable | None:
@@ -1991,6 +2202,7 @@ def build_report(
     trend_metric: str | None = None,
     reranker_pairs: Mapping[str, str] | None = None,
     rerank_stage: str = RERANK_STAGE,
+    per_query: int | None = None,
 ) -> Report:
     """Build a :class:`Report` from a comparison and whatever else is at hand.
 
@@ -2048,6 +2260,11 @@ def build_report(
         ``"x (reranked)"``, and a run with a ``rerank_stage`` stage pairs with that stage.
     rerank_stage:
         The stage that holds a run's list before its reranker (``Run.stages``; default ``"retrieved"``).
+    per_query:
+        Rows of the per-query table: the worst questions by the first ranking metric, with every metric
+        and RAGAS column per run and why a cell is not scored; 0 leaves the table out. Default:
+        :data:`PER_QUERY_ROWS` when the evaluations carry RAGAS columns, else no table (a ranking-only
+        report is as before).
 
     Returns
     -------
@@ -2067,6 +2284,8 @@ def build_report(
     """
     if not isinstance(comparison, Comparison):
         raise InputError(f"comparison: expected a rankbridge Comparison, found {type(comparison).__name__}")
+    if per_query is not None and (isinstance(per_query, bool) or not isinstance(per_query, int) or per_query < 0):
+        raise InputError(f"per_query must be an int >= 0. Got {per_query!r} instead.")
     for pname, value in (("relevance_depth", relevance_depth), ("k", k), ("n_queries", n_queries)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(f"{pname} must be an int >= 1. Got {value!r} instead.")
@@ -2145,7 +2364,13 @@ def build_report(
                 f"many of the top {relevance.depth} results are unjudged ({listed}) and count as not relevant; "
                 "judge them (rankbridge judge) before trusting small differences"
             )
-    ragas = _ragas(comparison)
+    has_ragas = any(c.startswith(RAGAS_PREFIX) for ev in comparison.evaluations.values() for c in ev.values)
+    if per_query is None:
+        per_query = PER_QUERY_ROWS if has_ragas else 0
+    table = comparison.per_query_table(golden=gs) if (per_query or comparison.unscored or has_ragas) else []
+    rows_by_id = {r.query_id: r for r in table}
+    reasons = _unscored_reasons(comparison, rows_by_id)
+    ragas = _ragas(comparison, rows_by_id, reasons)
     scored_by: Any = qrels if qrels is not None else gs
     recommendation = _recommendation(comparison, recommend_by)
     rerank = _rerank(comparison, recommendation, runs, scored_by, reranker_pairs, rerank_stage, relevance_depth)
@@ -2199,7 +2424,7 @@ def build_report(
         metrics=comparison.metrics,
         settings=_settings(comparison),
         headlines=_headlines(comparison),
-        strategies=_strategies(comparison),
+        strategies=_strategies(comparison, reasons),
         cutoffs=_cutoffs(comparison, cutoffs),
         categories=categories,
         queries=_best_worst(comparison, primary, n_queries, query_texts, failures, texts),
@@ -2216,4 +2441,5 @@ def build_report(
         failed_top1=failed_top1,
         trend_metric=chosen_trend_metric,
         trend_notes=tuple(dict.fromkeys(trend_notes)),
+        per_query=_per_query(comparison, table, per_query),
     )

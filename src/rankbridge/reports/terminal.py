@@ -16,6 +16,7 @@ True
 from __future__ import annotations
 
 import io
+import math
 from typing import TYPE_CHECKING, Any
 
 from rankbridge.errors import MissingExtraError
@@ -128,8 +129,10 @@ def print_report(report: Report, console: Console | None = None) -> None:
             console.print(_t("warning: ", style="yellow").append(_t(w)))
 
     table = Table(title="Strategies", title_justify="left", caption=f"* significant at alpha {s['alpha']:g}")
-    for col in ("metric", "run", "mean", f"{level} CI", f"vs {report.baseline}", "CI", "p", "p adj", "d", "W/T/L"):
-        table.add_column(_t(col), justify="left" if col in ("metric", "run") else "right")
+    partial = any(r.unscored or r.left_out for r in report.strategies)
+    columns = ["metric", "run", "mean", f"{level} CI", f"vs {report.baseline}", "CI", "p", "p adj", "d", "W/T/L"]
+    for col in columns + (["scored"] if partial else []):
+        table.add_column(_t(col), justify="left" if col in ("metric", "run", "scored") else "right")
     metrics_seen: set[str] = set()
     for i, r in enumerate(report.strategies):
         last = i + 1 == len(report.strategies) or report.strategies[i + 1].metric != r.metric
@@ -152,6 +155,11 @@ def print_report(report: Report, console: Console | None = None) -> None:
                 _t(fmt_value(r.effect_size, 2)),
                 _t(f"{r.wins}/{r.ties}/{r.losses}"),
             ]
+        if partial:
+            note = r.scored_note or f"n={r.mean.n}"
+            if r.left_out:
+                note += f"; paired over {r.paired_n}, {r.left_out} left out"
+            cells.append(_t(note, style="yellow" if r.unscored or r.left_out else "dim"))
         table.add_row(*cells, end_section=last)
     console.print()
     console.print(table)
@@ -230,14 +238,30 @@ def print_report(report: Report, console: Console | None = None) -> None:
     if report.ragas is not None:
         rg = report.ragas
         t = Table(title="RAGAS", title_justify="left")
-        for col in ("column", "run", "mean", "CI", "n"):
-            t.add_column(col, justify="left" if col in ("column", "run") else "right")
+        for col in ("column", "run", "mean", "CI", "n", f"vs {report.baseline}", "p adj", "left out"):
+            t.add_column(_t(col), justify="left" if col in ("column", "run", "n") else "right")
         for col in rg.columns:
             for run, iv in rg.values[col].items():
-                t.add_row(_t(col), _t(run), _t(fmt_value(iv.estimate)), _t(fmt_ci(iv)), _t(str(iv.n)))
+                k = rg.unscored.get(col, {}).get(run, 0)
+                cells = [_t(col), _t(run), _t(fmt_value(iv.estimate)), _t(fmt_ci(iv), style="dim")]
+                cells.append(_t(rg.scored_note(col, run), style="yellow" if k else ""))
+                d = rg.differences.get(col, {}).get(run)
+                if d is None:
+                    cells += [_t("")] * 3
+                else:
+                    left = rg.left_out[col].get(run, 0)
+                    cells += [
+                        _t(f"{fmt_diff(d.estimate)} {fmt_ci(d, sign=True)}"),
+                        _t(fmt_p(rg.pvalues_adjusted[col].get(run))),
+                        _t(f"{left} (paired over {d.n})" if left else "0"),
+                    ]
+                t.add_row(*cells)
         console.print()
         console.print(t)
         console.print(_t(rg.note, style="dim"))
+
+    if report.per_query is not None:
+        _print_per_query(console, report)
 
     if report.trend_notes:
         console.print()
@@ -282,6 +306,38 @@ def print_report(report: Report, console: Console | None = None) -> None:
     console.print()
     for note in report.notes:
         console.print(_t(f"· {note}", style="dim"))
+
+
+def _print_per_query(console: Any, report: Report) -> None:
+    from rich.table import Table
+
+    pq = report.per_query
+    assert pq is not None
+    shown = len(pq.rows)
+    which = f"the {shown} worst by {pq.by}" if shown < pq.total else f"all {pq.total}, worst by {pq.by} first"
+    t = Table(title=_t(f"Per question: {which} of {pq.total}"), title_justify="left", caption="– = not scored")
+    t.add_column("question", overflow="fold", max_width=48)
+    for m in pq.metrics:
+        for run in pq.runs:
+            t.add_column(_t(f"{m}\n{run}"), justify="right")
+    unscored: list[str] = []
+    for row in pq.rows:
+        cells = [_t(row.query_id + (f": {row.query}" if row.query else ""))]
+        for m in pq.metrics:
+            for run in pq.runs:
+                v = row.values[m][run]
+                if math.isnan(v):
+                    cells.append(_t("–", style="yellow"))
+                    unscored.append(f"{row.query_id}, {m}, {run}: {row.reasons.get(m, {}).get(run, 'not scored')}")
+                else:
+                    cells.append(_t(fmt_value(v)))
+        t.add_row(*cells)
+    console.print()
+    console.print(t)
+    if unscored:
+        console.print(_t("not scored:", style="yellow"))
+        for line in unscored:
+            console.print(_t(f"  {line}"))
 
 
 def _print_rerank(console: Any, report: Report) -> None:
