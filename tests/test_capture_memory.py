@@ -161,3 +161,110 @@ def test_generic_snapshot_path_is_budgeted_too() -> None:
     assert (rec.text_chars, rec.texts_dropped) == (3, 1)
     rec.clear()
     assert (rec.text_chars, rec.texts_dropped) == (0, 0)
+
+
+# -- LangChain: cancelled retrievals, the configure hook ----------------------------------------------------
+def _slow_retriever() -> Any:
+    lc_retrievers = pytest.importorskip("langchain_core.retrievers")
+    from langchain_core.documents import Document
+
+    class Slow(lc_retrievers.BaseRetriever):  # type: ignore[misc,name-defined]
+        def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
+            return [Document(page_content="x", id="d1")]
+
+        async def _aget_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
+            import asyncio
+
+            await asyncio.sleep(10)
+            return [Document(page_content="x", id="d1")]
+
+    return Slow()
+
+
+@pytest.mark.parametrize("how", ["capture", "async handler"])
+def test_cancelled_langchain_retrievals_are_recorded_and_leave_the_open_map(how: str) -> None:
+    import asyncio
+
+    pytest.importorskip("langchain_core")
+    from rankbridge.callbacks.langchain import RankbridgeAsyncCallbackHandler
+
+    retriever = _slow_retriever()
+    handler = RankbridgeAsyncCallbackHandler()
+    config = {"callbacks": [handler]} if how == "async handler" else {}
+
+    async def main() -> None:
+        tasks = [asyncio.create_task(retriever.ainvoke(f"question {i}", config=config)) for i in range(100)]
+        await asyncio.sleep(0.05)  # every retrieval has started and waits
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.sleep(0)  # done callbacks run in the next loop step
+
+    if how == "capture":
+        from rankbridge.callbacks import langchain as lc
+
+        with capture(frameworks=["langchain"]) as cap:
+            tap = next(s.handler._tap for s in lc._slots if s.handler and s.handler._recorder is cap.recorder)
+            asyncio.run(main())
+        summary, records = cap.summary(), cap.records
+    else:
+        asyncio.run(main())
+        tap = handler._tap
+        summary, records = handler.summary(), handler.as_capture().records
+    assert tap._open == {} and tap._by_task == {} and tap._task_of == {}
+    assert summary["cancelled"] == 100
+    assert summary["records"] == 100 and summary["errors"] == 100
+    assert {r.error for r in records} == {"CancelledError: retrieval cancelled"}
+    assert all(r.latency is not None and r.retrieved == [] for r in records)
+
+
+def test_finished_async_retrievals_leave_no_watch_behind() -> None:
+    import asyncio
+
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever as LcRetriever
+
+    from rankbridge.callbacks.langchain import RankbridgeAsyncCallbackHandler
+
+    class Quick(LcRetriever):
+        def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
+            return [Document(page_content="x", id="d1")]
+
+    handler = RankbridgeAsyncCallbackHandler()
+
+    async def main() -> None:
+        for i in range(50):  # one long-lived task: one set entry, emptied as each retrieval ends
+            await Quick().ainvoke(f"q{i}", config={"callbacks": [handler]})
+        assert len(handler._tap._by_task) == 1 and handler._tap._task_of == {}
+        assert all(not runs for runs in handler._tap._by_task.values())
+
+    asyncio.run(main())
+    assert handler._tap._by_task == {} and handler._tap._open == {}
+    assert handler.summary()["cancelled"] == 0 and handler.summary()["errors"] == 0
+
+
+def test_configure_hook_never_raises_into_the_host() -> None:
+    pytest.importorskip("langchain_core")
+    from rankbridge.callbacks import langchain as lc
+
+    handler = lc.RankbridgeCallbackHandler()
+    slot = lc._HookSlot()
+    slot.handler = handler
+
+    class Exploding:
+        @property
+        def enabled(self) -> bool:
+            raise RuntimeError("bookkeeping bug")
+
+        def internal_error(self, where: str, exc: BaseException) -> None:
+            real.internal_error(where, exc)
+
+    real = handler._recorder
+    handler._recorder = Exploding()  # type: ignore[assignment]
+    try:
+        assert slot.get() is None  # the run goes on without the handler
+    finally:
+        handler._recorder = real
+    assert real.internal_errors == 1 and "configure hook" in (real.last_internal_error or "")
+    assert slot.get() is handler

@@ -473,7 +473,8 @@ class Capture:
         ``unknown_ids`` (ids the app passed that the golden set lacks), ``missing`` (golden ids never
         seen), ``repeats``, ``errors``, ``resolve_errors``, ``reranked`` (records whose final list
         differs), ``dropped``, ``sampled_out``, ``texts_dropped`` (result texts not kept: over
-        ``max_text_bytes``), ``internal_errors``, ``last_internal_error``,
+        ``max_text_bytes``), ``cancelled`` (retrievals whose asyncio task was cancelled before they ended,
+        recorded with that error), ``internal_errors``, ``last_internal_error``,
         ``frameworks``, ``id_check`` (``None`` without golden doc ids to check against, else
         ``{"status", "current", "chosen", "action", "message"}`` of the doc-id check that :meth:`to_run`
         makes on the final lists: ``action`` is ``"none"``, ``"resolved"`` (the run uses ``chosen``) or
@@ -514,6 +515,7 @@ class Capture:
             "dropped": rec.dropped,
             "sampled_out": rec.sampled_out,
             "texts_dropped": rec.texts_dropped,
+            "cancelled": rec.cancelled,
             "internal_errors": rec.internal_errors,
             "last_internal_error": rec.last_internal_error,
             "frameworks": list(self._frameworks),

@@ -665,6 +665,8 @@ class Recorder:
         Counters; ``last_internal_error`` keeps the text of the latest internal error.
     text_chars, texts_dropped:
         Characters of result text kept so far, and texts not kept (over ``max_text_bytes``).
+    cancelled:
+        Top-level retrievals whose task was cancelled before they ended (recorded with that error).
     """
 
     def __init__(
@@ -710,6 +712,7 @@ class Recorder:
         self._drop_texts = "content_hash" not in specs
         self.text_chars = 0
         self.texts_dropped = 0
+        self.cancelled = 0
         self.enabled = True
         self.dropped = 0
         self.sampled_out = 0
@@ -789,6 +792,12 @@ class Recorder:
                 snap[at + i * stride] = None
                 self.texts_dropped += 1
 
+    def cancel(self, record: CaptureRecord) -> bool:
+        """Keep a top-level record whose retrieval was cancelled (counted in :attr:`cancelled`)."""
+        with self._lock:
+            self.cancelled += 1
+        return self.add(record)
+
     def internal_error(self, where: str, exc: BaseException) -> None:
         """Count a failure of rankbridge's own bookkeeping (never raised into the host)."""
         with self._lock:
@@ -806,7 +815,7 @@ class Recorder:
         with self._lock:
             self._records.clear()
             self.dropped = self.sampled_out = self.internal_errors = 0
-            self.text_chars = self.texts_dropped = 0
+            self.text_chars = self.texts_dropped = self.cancelled = 0
             self.last_internal_error = None
 
 

@@ -38,9 +38,12 @@ With langchain-core installed (not run here)::
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sys
 import threading
 import time
+from asyncio import events as _events
 from collections.abc import Callable, Mapping, Sequence
 from types import CodeType
 from typing import TYPE_CHECKING, Any, cast
@@ -82,6 +85,11 @@ class _Tap:
         self._open: dict[UUID, CaptureRecord | None] = {}
         # open chain/tool runs: run id -> parent run id (for the trace id)
         self._parents: dict[UUID, UUID | None] = {}
+        # open retriever runs started inside an asyncio task: task -> their run ids, and run id -> task. LangChain
+        # reports no end for a run whose task is cancelled (ainvoke catches Exception, not CancelledError): when
+        # the task is done, its runs still open are recorded as cancelled and leave the open map (_task_done)
+        self._by_task: dict[asyncio.Task[Any], set[UUID]] = {}
+        self._task_of: dict[UUID, asyncio.Task[Any]] = {}
 
     def run_start(self, run_id: UUID, parent_run_id: UUID | None) -> None:
         if self._recorder.enabled and len(self._parents) < _MAX_OPEN:
@@ -108,6 +116,59 @@ class _Tap:
         return cur
 
     def retriever_start(
+        self,
+        query: Any,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        tags: Sequence[str] | None,
+        metadata: dict[str, Any] | None,
+        name: Any,
+    ) -> None:
+        self._start(query, run_id, parent_run_id, tags, metadata, name)
+        # (outside an event loop, one C call: sync apps pay nothing more)
+        loop = _events._get_running_loop()
+        if loop is not None and run_id in self._open:
+            self._watch(run_id, loop)
+
+    def _watch(self, run_id: UUID, loop: asyncio.AbstractEventLoop) -> None:
+        """Note the task an open retrieval runs in; the first of a task adds one done callback to it."""
+        task = asyncio.current_task(loop)
+        if task is None:
+            return
+        runs = self._by_task.get(task)
+        if runs is None:
+            if len(self._by_task) >= _MAX_OPEN:
+                return
+            runs = self._by_task[task] = set()
+            task.add_done_callback(self._task_done)
+        runs.add(run_id)
+        self._task_of[run_id] = task
+
+    def _unwatch(self, run_id: UUID) -> None:
+        task = self._task_of.pop(run_id, None)
+        if task is not None:
+            runs = self._by_task.get(task)
+            if runs is not None:
+                runs.discard(run_id)
+
+    @guarded
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        """A task ended: its retrievals still open will not end (cancelled, or abandoned): record them so."""
+        runs = self._by_task.pop(task, None)
+        if not runs:
+            return
+        cancelled = task.cancelled()
+        for run_id in list(runs):
+            self._task_of.pop(run_id, None)
+            record = self._open.pop(run_id, None)
+            if record is None:  # not recorded (or already ended)
+                continue
+            record.latency = time.perf_counter() - record._t0
+            record.error = "CancelledError: retrieval cancelled" if cancelled else "retrieval never ended (task done)"
+            if not record._is_nested:
+                self._recorder.cancel(record)
+
+    def _start(
         self,
         query: Any,
         run_id: UUID,
@@ -170,6 +231,8 @@ class _Tap:
             rec.dropped += 1
 
     def retriever_end(self, documents: Sequence[Any], run_id: UUID) -> None:
+        if self._task_of:
+            self._unwatch(run_id)
         record = self._open.pop(run_id, None)
         if record is None:
             return
@@ -183,6 +246,8 @@ class _Tap:
         self._recorder.add(record)
 
     def retriever_error(self, error: BaseException, run_id: UUID) -> None:
+        if self._task_of:
+            self._unwatch(run_id)
         record = self._open.pop(run_id, None)
         if record is None:
             return
@@ -383,6 +448,9 @@ class RankbridgeAsyncCallbackHandler(_HandlerSettings, AsyncCallbackHandler):
     """
 
     raise_error = False
+    # awaited in the run's own task, not in a task of an asyncio.gather (LangChain's way for other handlers):
+    # they never await, and the task they see is the one whose cancellation ends the retrieval (_Tap._watch)
+    run_inline = True
 
     async def on_retriever_start(  # type: ignore[override]
         self,
@@ -550,14 +618,21 @@ class _HookSlot:
         self.handler: RankbridgeCallbackHandler | None = None
 
     def get(self, default: Any = None) -> RankbridgeCallbackHandler | None:
+        # guarded like every handler method (LangChain calls it at the start of every run of the process):
+        # a failure of ours is counted, and the run goes on without the handler
         handler = self.handler
         if handler is None:
             return None
-        # a paused capture is not added to new runs at all (LangChain then has one handler less to
-        # carry through every child run); runs configured while it was enabled keep it
-        if not handler._recorder.enabled:
-            return None
-        if not handler._tap.trace and not _configuring_retriever(1):
+        try:
+            # a paused capture is not added to new runs at all (LangChain then has one handler less to
+            # carry through every child run); runs configured while it was enabled keep it
+            if not handler._recorder.enabled:
+                return None
+            if not handler._tap.trace and not _configuring_retriever(1):
+                return None
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                handler._recorder.internal_error("configure hook", exc)
             return None
         return handler
 
