@@ -258,7 +258,7 @@ def test_per_query_is_bounded_and_ordered_worst_first(setup: tuple[Comparison, G
     assert [r.query_id for r in small.per_query.rows] == expected
     assert small.per_query.unscored == {"ragas.faithfulness": 4}
     md = small.to_markdown()
-    assert "the 3 worst by ndcg@10 of 12 questions" in md
+    assert "The 3 worst by ndcg@10 of 12 questions" in md
     assert build_report(cmp, golden=golden, per_query=0).per_query is None
     with pytest.raises(InputError, match="per_query"):
         build_report(cmp, golden=golden, per_query=-1)

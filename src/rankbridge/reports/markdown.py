@@ -173,7 +173,7 @@ def _per_query(report: Report) -> list[str]:
     pq = report.per_query
     assert pq is not None
     shown = len(pq.rows)
-    which = f"the {shown} worst by {pq.by}" if shown < pq.total else f"all {pq.total}, worst by {pq.by} first"
+    which = f"The {shown} worst by {pq.by}" if shown < pq.total else f"All {pq.total}, worst by {pq.by} first,"
     out = ["## Per question", "", f"{which} of {pq.total} questions (mean over the runs that scored it). "]
     out[-1] += "– = not scored (see the notes below the table)."
     if pq.unscored:
