@@ -14,7 +14,7 @@ from rankbridge.errors import IdMismatchError, InputError
 from rankbridge.idmatch import check_run
 from rankbridge.metrics.measures import Measure, parse_measure, parse_measures
 from rankbridge.metrics.ranking import HitTable, build_table, compute
-from rankbridge.types import GoldenSet, Hit, Qrels, Run, _plain_ranked
+from rankbridge.types import GoldenSet, Qrels, Run, _plain_ranked
 
 __all__ = ["Evaluation", "IdMismatchWarning", "evaluate"]
 
@@ -239,13 +239,7 @@ def _as_qrels(qrels: Any) -> Qrels:
 
 def _check_ids(golden: GoldenSet | Qrels, data: Mapping[str, Any], run_obj: Run | None) -> str | None:
     """None when the run's ids match the golden set's; else raise (golden set) or return a warning (qrels)."""
-    if run_obj is None:  # plain {qid: {doc: score}}: look at its ids only
-        run_obj = Run()
-        for qid, value in data.items():
-            run_obj._data[qid] = value if isinstance(value, dict) else [Hit(str(d)) for d in value]
-            if len(run_obj._data) >= 500:
-                break
-    report = check_run(run_obj, golden)
+    report = check_run(run_obj if run_obj is not None else data, golden)
     if report.ok:
         return None
     fix = ""
@@ -254,7 +248,7 @@ def _check_ids(golden: GoldenSet | Qrels, data: Mapping[str, Any], run_obj: Run 
             f" The hits' metadata has the right ids: rankbridge.idmatch.remap_ids(run, {report.chosen!r}) rewrites "
             f"the run, or retrieve again with id_from={report.chosen!r}."
         )
-    message = f"run {run_obj.name!r}: {report.message()}{fix}"
+    message = f"run {run_obj.name if run_obj is not None else 'run'!r}: {report.message()}{fix}"
     if isinstance(golden, GoldenSet):
         raise IdMismatchError(
             f"evaluate: {message} Scores would be meaningless (check_ids=False evaluates anyway).",

@@ -36,6 +36,8 @@ golden set's ids look like 'doc-1'. Under id_from='metadata:doc_id' 2 of 2 (100%
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -75,6 +77,30 @@ def known_ids(golden: GoldenSet | Qrels | Mapping[str, Mapping[str, Any]]) -> tu
     >>> sorted(ids), with_corpus
     (['d1', 'd2', 'd3'], False)
     """
+    known, with_corpus = _known(golden)
+    return (known.judged | frozenset(known.corpus) if known.corpus else known.judged), with_corpus
+
+
+class _Known:
+    """The ids a golden set knows, tested without building the union of its qrels' and its corpus' ids."""
+
+    __slots__ = ("corpus", "judged")
+
+    def __init__(self, judged: frozenset[str], corpus: Mapping[str, Any] | None) -> None:
+        self.judged = judged
+        self.corpus = corpus or None
+
+    def __contains__(self, doc: object) -> bool:
+        return doc in self.judged or (self.corpus is not None and doc in self.corpus)
+
+    def __bool__(self) -> bool:
+        return bool(self.judged) or self.corpus is not None
+
+    def examples(self, n: int = 2) -> tuple[str, ...]:
+        return tuple(heapq.nsmallest(n, self.judged if self.judged else self.corpus or ()))
+
+
+def _known(golden: GoldenSet | Qrels | Mapping[str, Mapping[str, Any]]) -> tuple[_Known, bool]:
     qrels: Mapping[str, Mapping[str, Any]]
     corpus: Mapping[str, Any] | None = None
     if isinstance(golden, GoldenSet):
@@ -89,7 +115,7 @@ def known_ids(golden: GoldenSet | Qrels | Mapping[str, Mapping[str, Any]]) -> tu
         cached = frozenset(judged)
         if isinstance(qrels, Qrels):
             qrels._cache["known_ids"] = cached  # read on every evaluate; qrels do not change
-    return (cached | frozenset(corpus) if corpus else cached), bool(corpus)
+    return _Known(cached, corpus), bool(corpus)
 
 
 def _scalar_id(value: Any) -> str | None:
@@ -220,7 +246,7 @@ def _decide(
     candidates: Sequence[Mapping[str, str]],
     current: Sequence[str | None],
     current_label: str,
-    known: frozenset[str],
+    known: _Known,
     with_corpus: bool,
 ) -> IdReport:
     n = len(current)
@@ -235,7 +261,7 @@ def _decide(
         if s != current_label:
             shares[s] = sum(1 for cand in candidates if cand.get(s) in known) / n
     unmatched = tuple(dict.fromkeys(x for x in current if x is not None and x not in known))[:3]
-    examples = tuple(sorted(known)[:2])
+    examples = known.examples()
     base = {"shares": shares, "results": n, "with_corpus": with_corpus}
     mine = shares[current_label]
     if with_corpus:
@@ -299,30 +325,73 @@ def check_results(
             current.append(_resolve(_unwrap(item)[0], specs)[0])
         except Exception:  # an id source that cannot read this result simply gives no id
             current.append(None)
-    known, with_corpus = known_ids(golden)
+    known, with_corpus = _known(golden)
     return _decide(candidates, current, label, known, with_corpus)
 
 
-def _sample_hits(run: Run, limit: int) -> list[Hit]:
+def _sample_hits(data: Mapping[str, Any], limit: int) -> list[Hit]:
+    """Up to ``SAMPLE_DEPTH`` hits of each query, in the run's order of queries, ``limit`` in all.
+
+    A scored query's ids are taken as stored, unsorted: a share of known ids does not depend on rank.
+    """
     out: list[Hit] = []
-    for qid in run:
-        out.extend(run.hits(qid)[:SAMPLE_DEPTH])
+    for value in data.values():
+        if isinstance(value, Mapping):
+            out.extend(Hit(doc) for doc in itertools.islice(value, SAMPLE_DEPTH))
+        else:
+            for item in itertools.islice(value, SAMPLE_DEPTH):
+                out.append(item if isinstance(item, Hit) else Hit(str(item[0] if isinstance(item, tuple) else item)))
         if len(out) >= limit:
             return out[:limit]
     return out
 
 
+def _sample_ids(data: Mapping[str, Any], limit: int) -> list[str]:
+    """The ids :func:`_sample_hits` would give, without building a hit for each (the common, matching case)."""
+    out: list[str] = []
+    for value in data.values():
+        if isinstance(value, Mapping):
+            out.extend(itertools.islice(value, SAMPLE_DEPTH))
+        else:
+            for item in itertools.islice(value, SAMPLE_DEPTH):
+                out.append(item.doc_id if isinstance(item, Hit) else str(item[0] if isinstance(item, tuple) else item))
+        if len(out) >= limit:
+            return out[:limit]
+    return out
+
+
+def _quick_ok(ids: Sequence[str], known: _Known, with_corpus: bool) -> bool:
+    """The common case, decided without looking at other id sources: the ids in use match."""
+    if not ids or not known:
+        return True
+    if with_corpus:
+        return sum(1 for x in ids if x in known) >= CORPUS_SHARE * len(ids)
+    return len(ids) < MIN_HITS_QRELS_ONLY or any(x in known for x in ids)
+
+
 def check_run(
-    run: Run, golden: GoldenSet | Qrels | Mapping[str, Mapping[str, Any]], *, sample: int = SAMPLE_HITS
+    run: Run | Mapping[str, Any],
+    golden: GoldenSet | Qrels | Mapping[str, Mapping[str, Any]],
+    *,
+    sample: int = SAMPLE_HITS,
 ) -> IdReport:
     """Check a finished run's doc ids against a golden set; alternatives come from the hits' metadata.
 
-    Looks at the top 100 hits of queries in run order, ``sample`` hits at most. See the module docstring
-    for the rule.
+    ``run`` is a :class:`~rankbridge.Run` or a plain ``{qid: {doc: score}}`` / ``{qid: [ids]}``. Looks at
+    up to 100 hits of each query in run order, ``sample`` hits at most. See the module docstring for the
+    rule. The common case (the ids match) costs one set lookup per sampled id.
     """
-    hits = _sample_hits(run, sample)
-    label = run.config.get("id_from") if isinstance(run.config.get("id_from"), str) else None
-    known, with_corpus = known_ids(golden)
+    data = run._data if isinstance(run, Run) else run
+    config = run.config if isinstance(run, Run) else {}
+    label = config.get("id_from") if isinstance(config.get("id_from"), str) else None
+    known, with_corpus = _known(golden)
+    ids = _sample_ids(data, sample)
+    if _quick_ok(ids, known, with_corpus):
+        share = sum(1 for x in ids if x in known) / len(ids) if ids else 0.0
+        status: Status = "ok" if ids and known else "unchecked"
+        chosen = (label or "id") if status == "ok" else None
+        return IdReport(status, label or "id", chosen, {label or "id": share}, len(ids), with_corpus)
+    hits = _sample_hits(data, sample)  # a mismatch: look at what else the hits carry
     candidates = [{k: v for k, v in candidate_ids(h).items() if k != "id"} for h in hits]
     return _decide(candidates, [h.doc_id for h in hits], label or "id", known, with_corpus)
 
