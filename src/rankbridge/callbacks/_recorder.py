@@ -619,6 +619,23 @@ def _keep(items: Iterable[Any], scores: list[Any] | None, recorder: Recorder | N
     return list(items), scores
 
 
+def _text_chars(snap: Any) -> int:
+    """Characters of text a light snapshot keeps (``len`` of each, summed in C); 0 for anything else.
+
+    Every snapshot that copies texts has them third (``("id", "metadata", "text", ...)``).
+    """
+    if type(snap) is not Snapshot:
+        return 0
+    fields = snap.fields
+    if len(fields) < 3 or fields[2] != "text":
+        return 0
+    texts = snap[2 :: len(fields)]
+    try:
+        return sum(map(len, texts))
+    except TypeError:  # a text that is not a string (read as None)
+        return sum(len(t) for t in texts if type(t) is str)
+
+
 def _default_resolve(items: list[Any]) -> tuple[list[Hit], list[str]]:
     return normalize_hits(items, k=max(len(items), 1))
 
@@ -738,19 +755,29 @@ class Recorder:
         return True
 
     def add(self, record: CaptureRecord) -> bool:
-        """Keep a finished top-level record; ``False`` (and one more :attr:`dropped`) when full."""
+        """Keep a finished top-level record; ``False`` (and one more :attr:`dropped`) when full.
+
+        Its snapshots' texts are counted against ``max_text_bytes`` (see :func:`_text_chars`): the sum is
+        taken before the lock, the texts are blanked (:meth:`_trim`) only once the budget is reached.
+        """
         record._resolve = self.resolve
+        items = record._items
+        chars = _text_chars(items)
         with self._lock:
             if len(self._records) >= self.max_records:
                 self.dropped += 1
                 return False
-            self._budget(record._items)
+            if chars:
+                if self.text_chars + chars <= self.max_text_bytes or not self._drop_texts:
+                    self.text_chars += chars
+                else:
+                    self._trim(items)
             final = record._final_items
-            if final is not None and final is not record._items:
+            if final is not None and final is not items:  # (set before the record ends: a wrapper's)
                 self._budget(final)
             if record.nested:
                 # (a wrapper's retrieved list is its inner record's: each snapshot is counted once)
-                seen = {id(record._items), id(final)}
+                seen = {id(items), id(final)}
                 stack = list(record.nested)
                 while stack:
                     r = stack.pop()
@@ -763,33 +790,26 @@ class Recorder:
             return True
 
     def _budget(self, snap: Any) -> None:
-        """Count the texts of a light snapshot against ``max_text_bytes``; blank those that do not fit.
+        """Count the texts of a snapshot against ``max_text_bytes``, blanking those that do not fit (under the lock)."""
+        chars = _text_chars(snap)
+        if not chars:
+            return
+        if self.text_chars + chars <= self.max_text_bytes or not self._drop_texts:
+            self.text_chars += chars
+        else:
+            self._trim(snap)
 
-        Called under the lock. ``len`` of each text, summed in C: a few ns per result; the per-text walk
-        runs only once the budget is reached.
-        """
-        if type(snap) is not Snapshot:
-            return
-        fields = snap.fields
-        if "text" not in fields:
-            return
-        stride = len(fields)
-        at = fields.index("text")
-        texts = snap[at::stride]
-        try:
-            total = sum(map(len, texts))
-        except TypeError:  # a text that is not a string (read as None)
-            total = sum(len(t) for t in texts if type(t) is str)
-        if self.text_chars + total <= self.max_text_bytes or not self._drop_texts:
-            self.text_chars += total
-            return
-        for i, text in enumerate(texts):
+    def _trim(self, snap: Any) -> None:
+        """Keep the texts of ``snap`` that still fit in the budget, in rank order; blank and count the others."""
+        stride = len(snap.fields)
+        for i in range(2, len(snap), stride):
+            text = snap[i]
             if type(text) is not str:
                 continue
             if self.text_chars + len(text) <= self.max_text_bytes:
                 self.text_chars += len(text)
             else:
-                snap[at + i * stride] = None
+                snap[i] = None
                 self.texts_dropped += 1
 
     def cancel(self, record: CaptureRecord) -> bool:
