@@ -460,7 +460,8 @@ def test_run_from_pandas_errors_name_column_row_and_alternatives() -> None:
         Run.from_pandas(FRAME.assign(rank=[1, 1, 2, 1, 2]), rank_col="rank")
     with pytest.raises(
         InputError,
-        match=r"row 0, column 'query_id': expected a query id as str \(or int\), found (float nan|NoneType None) \(a missing",
+        match=r"row 0, column 'query_id': expected a query id as str \(or int\), "
+        r"found (float nan|NoneType None) \(a missing",
     ):
         Run.from_pandas(FRAME.assign(query_id=[None, "a", "a", "b", "b"]))
     with pytest.raises(InputError, match="expected a pandas DataFrame, found dict"):
