@@ -268,3 +268,48 @@ def test_configure_hook_never_raises_into_the_host() -> None:
         handler._recorder = real
     assert real.internal_errors == 1 and "configure hook" in (real.last_internal_error or "")
     assert slot.get() is handler
+
+
+# -- very large result lists: bounded work inside the host's call ----------------------------------------------
+def test_a_result_list_of_100k_is_copied_in_bounded_work() -> None:
+    from rankbridge.callbacks._recorder import MAX_RESULTS, Snapshot
+
+    import copy
+
+    node, hit = TextNode(text="t", id_="d"), NodeWithScore(node=TextNode(text="t", id_="d"), score=0.0)
+    big = []
+    for i in range(100_000):  # copies of one node (building 10^5 through pydantic takes minutes)
+        n, h = copy.copy(node), copy.copy(hit)
+        n.__dict__["id_"] = f"d{i}"
+        h.__dict__.update(node=n, score=float(-i))
+        big.append(h)
+
+    class Big(BaseRetriever):
+        def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+            return big
+
+    with capture(frameworks=["llamaindex"]) as cap:
+        got = Big().retrieve("question")
+    assert len(got) == 100_000  # the app's list is untouched
+    (record,) = cap.records
+    # the work done inside the call is the copy: MAX_RESULTS entries, not 10^5
+    assert type(record._items) is Snapshot and len(record._items) == MAX_RESULTS * len(record._items.fields)
+    assert [h.doc_id for h in record.retrieved[:2]] == ["d0", "d1"]
+    assert cap.summary()["results_truncated"] == 1
+
+
+def test_generic_path_cuts_long_lists_and_generators() -> None:
+    from rankbridge.callbacks._recorder import MAX_RESULTS, CaptureRecord, Recorder
+
+    rec = Recorder()
+    r = CaptureRecord("test", "q", "r1", "Static")
+    pulled = []
+
+    def ids() -> Any:
+        for i in range(10 * MAX_RESULTS):
+            pulled.append(i)
+            yield f"d{i}"
+
+    r.set_items(ids(), None, rec)
+    assert len(pulled) == MAX_RESULTS + 1  # the generator is read only one past the cut
+    assert len(r.retrieved) == MAX_RESULTS and rec.results_truncated == 1

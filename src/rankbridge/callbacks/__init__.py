@@ -474,7 +474,8 @@ class Capture:
         seen), ``repeats``, ``errors``, ``resolve_errors``, ``reranked`` (records whose final list
         differs), ``dropped``, ``sampled_out``, ``texts_dropped`` (result texts not kept: over
         ``max_text_bytes``), ``cancelled`` (retrievals whose asyncio task was cancelled before they ended,
-        recorded with that error), ``internal_errors``, ``last_internal_error``,
+        recorded with that error), ``results_truncated`` (result lists longer than 10,000 of which the
+        first 10,000 were kept), ``internal_errors``, ``last_internal_error``,
         ``frameworks``, ``id_check`` (``None`` without golden doc ids to check against, else
         ``{"status", "current", "chosen", "action", "message"}`` of the doc-id check that :meth:`to_run`
         makes on the final lists: ``action`` is ``"none"``, ``"resolved"`` (the run uses ``chosen``) or
@@ -516,6 +517,7 @@ class Capture:
             "sampled_out": rec.sampled_out,
             "texts_dropped": rec.texts_dropped,
             "cancelled": rec.cancelled,
+            "results_truncated": rec.results_truncated,
             "internal_errors": rec.internal_errors,
             "last_internal_error": rec.last_internal_error,
             "frameworks": list(self._frameworks),

@@ -35,6 +35,7 @@ import contextlib
 import contextvars
 import functools
 import hashlib
+import itertools
 import operator
 import random
 import threading
@@ -52,6 +53,7 @@ from rankbridge.types import GoldenSet, Hit, Query
 __all__ = [
     "DEFAULT_MAX_TEXT_BYTES",
     "EMPTY_METADATA",
+    "MAX_RESULTS",
     "QUERY_ID_KEY",
     "CaptureRecord",
     "QueryMatcher",
@@ -71,6 +73,9 @@ QUERY_ID_KEY = "rankbridge_query_id"
 _current_query_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("rankbridge_query_id", default=None)
 
 _NO_TAGS: Mapping[str, Any] = MappingProxyType({})
+#: Results a record keeps of one list, in rank order (the rest are cut, counted in ``Recorder.results_truncated``):
+#: copying a list is work inside the host's call, 10^4 results a few ms at most (10^5 would block its loop)
+MAX_RESULTS = 10_000
 #: Default budget of :class:`Recorder` for kept result texts (``len`` of each text; see ``max_text_bytes``).
 DEFAULT_MAX_TEXT_BYTES = 256 * 2**20
 #: What a snapshot may keep instead of a result's own empty metadata dict (one less object kept alive per
@@ -610,7 +615,12 @@ class CaptureRecord:
 def _keep(items: Iterable[Any], scores: list[Any] | None, recorder: Recorder | None) -> tuple[list[Any], Any]:
     """The list a record keeps: a :class:`Snapshot` when the recorder allows it, else the objects."""
     if not isinstance(items, (list, tuple)):
-        items = list(items)
+        items = list(itertools.islice(items, MAX_RESULTS + 1))
+    if len(items) > MAX_RESULTS:  # bounded work inside the host's call
+        items = items[:MAX_RESULTS]
+        scores = None if scores is None else scores[:MAX_RESULTS]
+        if recorder is not None:
+            recorder.truncated()
     if recorder is not None and recorder.light:
         objs = items if scores is None else [getattr(i, "node", i) for i in items]
         snap = snapshot(objs, text=recorder.snap_text, ref=recorder.snap_ref)
@@ -684,6 +694,8 @@ class Recorder:
         Characters of result text kept so far, and texts not kept (over ``max_text_bytes``).
     cancelled:
         Top-level retrievals whose task was cancelled before they ended (recorded with that error).
+    results_truncated:
+        Result lists longer than :data:`MAX_RESULTS` (10,000), of which only the first ones were kept.
     """
 
     def __init__(
@@ -730,6 +742,7 @@ class Recorder:
         self.text_chars = 0
         self.texts_dropped = 0
         self.cancelled = 0
+        self.results_truncated = 0
         self.enabled = True
         self.dropped = 0
         self.sampled_out = 0
@@ -812,6 +825,11 @@ class Recorder:
                 snap[i] = None
                 self.texts_dropped += 1
 
+    def truncated(self) -> None:
+        """Count a result list cut to :data:`MAX_RESULTS`."""
+        with self._lock:
+            self.results_truncated += 1
+
     def cancel(self, record: CaptureRecord) -> bool:
         """Keep a top-level record whose retrieval was cancelled (counted in :attr:`cancelled`)."""
         with self._lock:
@@ -835,7 +853,7 @@ class Recorder:
         with self._lock:
             self._records.clear()
             self.dropped = self.sampled_out = self.internal_errors = 0
-            self.text_chars = self.texts_dropped = self.cancelled = 0
+            self.text_chars = self.texts_dropped = self.cancelled = self.results_truncated = 0
             self.last_internal_error = None
 
 

@@ -83,6 +83,9 @@ from rankbridge.callbacks._recorder import (
     error_text,
     guarded,
 )
+from rankbridge.callbacks._recorder import (
+    MAX_RESULTS as _MAX_RESULTS,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -331,6 +334,9 @@ class _Tap:
             # there, which reads as "none open" once it is out of _open (span ids are never reused), and
             # saves a ContextVar.set (it copies the context's map) in the common case
             _RETRIEVAL.set(record._outer)
+        if type(nodes) is list and len(nodes) > _MAX_RESULTS:  # bounded work inside the app's call
+            nodes = nodes[:_MAX_RESULTS]
+            self._recorder.truncated()
         snap = _snapshot_text_nodes(nodes, self._snap_text, self._snap_ref) if self._fast_snapshot else None
         scores: list[Any] | Snapshot | None  # (the snapshot stands for its scores until they are needed)
         if snap is not None:
@@ -367,6 +373,8 @@ class _Tap:
         if not waiting:
             return
         final = result if type(result) is list else getattr(result, "source_nodes", None)
+        if type(final) is list and len(final) > _MAX_RESULTS:  # as the retrieved lists are (see end)
+            final = final[:_MAX_RESULTS]
         if len(waiting) == 1 and type(final) is list and final and _same_nodes(final, waiting[0]):
             # the common case: the nodes the retriever returned (a query engine without postprocessors); they
             # make a new final list only if a reranker changed their scores in place
@@ -382,6 +390,8 @@ class _Tap:
             record.set_final(final, [n.score for n in final], self._recorder)
             return
         final = _result_nodes(result)
+        if type(final) is list and len(final) > _MAX_RESULTS:
+            final = final[:_MAX_RESULTS]
         scores = _scores(final) if final is not None else None
         if scores is not None:
             if len(waiting) == 1:  # several retrievals under one result: which list is whose is unknown
