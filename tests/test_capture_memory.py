@@ -272,9 +272,9 @@ def test_configure_hook_never_raises_into_the_host() -> None:
 
 # -- very large result lists: bounded work inside the host's call ----------------------------------------------
 def test_a_result_list_of_100k_is_copied_in_bounded_work() -> None:
-    from rankbridge.callbacks._recorder import MAX_RESULTS, Snapshot
-
     import copy
+
+    from rankbridge.callbacks._recorder import MAX_RESULTS, Snapshot
 
     node, hit = TextNode(text="t", id_="d"), NodeWithScore(node=TextNode(text="t", id_="d"), score=0.0)
     big = []
