@@ -255,7 +255,9 @@ def _evaluation_intervals(
     """A one-run comparison (for the report and the ranking measures' intervals) and every column's interval."""
     import numpy as np
 
-    from rankbridge.compare import _UNIT_RANGE, compare
+    from rankbridge.compare import compare
+    from rankbridge.errors import MetricError
+    from rankbridge.metrics.measures import column_facts
     from rankbridge.metrics.stats import confidence_intervals
 
     measure_names = [str(m) for m in ev.measures]
@@ -271,8 +273,10 @@ def _evaluation_intervals(
             continue
         values = ev.values[name]
         ok = values[~np.isnan(values)]
-        unit = name.split(".")[0] == "ragas" or name in _UNIT_RANGE
-        bounds = (0.0, 1.0) if unit else None
+        try:  # the bounds every other number of rankbridge uses for this column
+            bounds = column_facts(name).bounds
+        except MetricError:  # a joined column nobody registered: no bounds to clip to
+            bounds = None
         if len(ok):
             intervals[name] = confidence_intervals(
                 ok, level=level, method=ci, n_resamples=n_resamples, seed=seed, bounds=bounds
