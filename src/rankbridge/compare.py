@@ -84,9 +84,6 @@ __all__ = [
 ]
 
 RunLike = Run | Mapping[str, Any] | Evaluation
-#: Measures whose per-query values lie in [0, 1] (kept for old imports; bounds now come from
-#: :func:`rankbridge.metrics.measures.column_facts`, for ranking measures and RAGAS columns alike).
-_UNIT_RANGE = {"hit_rate", "mrr", "precision", "recall", "map", "ndcg", "ndcg_exp", "r_precision", "judged"}
 #: A joined column's values may sit this far outside its bounds (float rounding) before it is an error.
 _BOUND_SLACK = 1e-9
 #: Per-query differences smaller than this count as ties (metric values carry float rounding).
