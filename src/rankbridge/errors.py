@@ -1,34 +1,75 @@
-"""Exceptions raised by rankbridge.
+"""Every exception and warning rankbridge defines.
 
 The hierarchy::
 
-    RankbridgeError                 base of everything rankbridge raises on purpose
-    ├── InputError (ValueError)     input that rankbridge cannot use
-    │   ├── ParseError              a malformed file; carries ``source`` and ``line``
-    │   ├── MetricError             an unknown metric name or a bad parameter (k, rel)
-    │   └── IdMismatchError         a run's doc ids are not the ids the golden set judges
-    ├── MissingExtraError (ImportError)   an optional framework is not installed
-    ├── RetrievalError              a retriever failed (raised by adapters and the runner)
-    ├── CheckpointError (OSError)   a run's checkpoint could not be written; carries the run so far
-    └── StoreError                  a run history file that cannot be used now (read-only, full, damaged)
-        └── StoreLockedError        another process holds the history's write lock
+    Exception
+    └── RankbridgeError                 base of everything rankbridge raises on purpose
+        ├── InputError (ValueError)     input that rankbridge cannot use
+        │   ├── ParseError              a malformed file; carries ``source`` and ``line``
+        │   ├── MetricError             an unknown metric name or a bad parameter (k, rel)
+        │   ├── IdMismatchError         a run's doc ids are not the ids the golden set judges
+        │   ├── ContextMatchError       RAGAS reference contexts matched no corpus document; carries ``match``
+        │   ├── ReplyParseError         an LLM reply without the expected shape (triggers the repair step)
+        │   └── ModelIdRequired         no model id given and none derivable from the LLM
+        ├── MissingExtraError (ImportError)   an optional framework is not installed
+        ├── RetrievalError              a retriever failed (raised by adapters and the runner)
+        ├── CheckpointError (OSError)   a run's checkpoint could not be written; carries the run so far
+        ├── StoreError                  a run history file that cannot be used now (read-only, full, damaged)
+        │   └── StoreLockedError        another process holds the history's write lock
+        ├── LLMError                    the user's LLM raised, timed out, or kept replying unreadably
+        ├── JudgeCacheError (OSError)   the judge cache file cannot be created, written or locked
+        └── GenerationError             query generation left documents without a query; carries ``result``
 
-Every message says what was expected, what was found, and where.
+    UserWarning
+    ├── IdMismatchWarning               the run's doc ids are almost never judged (scores near 0 for that alone)
+    ├── GoldenSetWarning                part of a golden set cannot be scored (questions without judgments)
+    ├── UnmatchedContextsWarning        some RAGAS reference contexts matched no document; carries ``match``
+    ├── UndefinedAgreementWarning       a judge agreement kappa is undefined (NaN)
+    ├── JudgeCacheMigrated              a schema 1 judge cache was upgraded
+    └── TrendSplitWarning               a trend left records out or split them into several series
+        └── MixedDefinitionsWarning     records saved under different metric definition versions
+
+The batch budget errors (``BudgetExhausted`` and ``_CallTimeout`` in :mod:`rankbridge.judge.llm`,
+``BudgetExceededError`` in :mod:`rankbridge.integrations.ragas`) are being unified with the batch engine
+and join this module then.
+
+Each class is also importable from the module that raises it (``rankbridge.evaluate.IdMismatchWarning``,
+``rankbridge.store.TrendSplitWarning``, ...). This module imports nothing of rankbridge at run time: every
+layer may import it. Every message says what was expected, what was found, and where.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: at run time this module imports nothing of rankbridge
+    from rankbridge.io.ragas_testset import ContextMatch
+    from rankbridge.judge.generate import GenerationResult
+
 __all__ = [
     "CheckpointError",
+    "ContextMatchError",
+    "GenerationError",
+    "GoldenSetWarning",
     "IdMismatchError",
+    "IdMismatchWarning",
     "InputError",
+    "JudgeCacheError",
+    "JudgeCacheMigrated",
+    "LLMError",
     "MetricError",
     "MissingExtraError",
+    "MixedDefinitionsWarning",
+    "ModelIdRequired",
     "ParseError",
     "RankbridgeError",
+    "ReplyParseError",
     "RetrievalError",
     "StoreError",
     "StoreLockedError",
+    "TrendSplitWarning",
+    "UndefinedAgreementWarning",
+    "UnmatchedContextsWarning",
 ]
 
 
@@ -142,3 +183,71 @@ class StoreLockedError(StoreError):
             path=path,
         )
         self.timeout = timeout
+
+
+class ContextMatchError(InputError):
+    """Reference contexts matched no corpus document (``unmatched="error"``); ``.match`` has the details."""
+
+    def __init__(self, message: str, match: ContextMatch) -> None:
+        super().__init__(message)
+        self.match = match
+
+
+class ReplyParseError(InputError):
+    """A reply that does not have the expected shape (triggers the repair step)."""
+
+
+class ModelIdRequired(InputError):
+    """No model id was given and none can be derived from the LLM (a plain callable, a nameless model)."""
+
+
+class LLMError(RankbridgeError):
+    """The user's LLM raised, timed out, or kept returning replies that could not be read."""
+
+
+class JudgeCacheError(RankbridgeError, OSError):
+    """The judge cache file cannot be created, written or locked (read-only or full disk, permissions, lock)."""
+
+
+class GenerationError(RankbridgeError):
+    """Some documents produced no query (failed, or the budget stopped the batch).
+
+    ``result`` holds what was generated and the report; pass ``on_error="skip"`` to accept a partial set.
+    """
+
+    def __init__(self, message: str, result: GenerationResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+# -- warnings ---------------------------------------------------------------------------------------------
+class IdMismatchWarning(UserWarning):
+    """The run's doc ids are almost never judged in the qrels: the scores are near 0 for that reason alone."""
+
+
+class GoldenSetWarning(UserWarning):
+    """A golden set was read, but part of it cannot be scored (questions without judgments)."""
+
+
+class UnmatchedContextsWarning(UserWarning):
+    """Some reference contexts matched no corpus document; ``.match`` holds the full :class:`ContextMatch`."""
+
+    def __init__(self, message: str, match: ContextMatch) -> None:
+        super().__init__(message)
+        self.match = match
+
+
+class UndefinedAgreementWarning(UserWarning):
+    """Kappa is undefined (both raters used one and the same label, or there are no pairs): it is NaN."""
+
+
+class JudgeCacheMigrated(UserWarning):
+    """A schema 1 judge cache was upgraded; grades keyed by a derived model id were moved aside."""
+
+
+class TrendSplitWarning(UserWarning):
+    """A trend left records out or split them into several series (the reasons are in the message)."""
+
+
+class MixedDefinitionsWarning(TrendSplitWarning):
+    """A trend met records saved under different :data:`METRIC_DEFINITIONS_VERSION` values (and split them)."""

@@ -10,17 +10,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rankbridge.errors import IdMismatchError, InputError
+from rankbridge.errors import IdMismatchError, IdMismatchWarning, InputError
 from rankbridge.idmatch import check_run
 from rankbridge.metrics.measures import Measure, parse_measure, parse_measures
 from rankbridge.metrics.ranking import HitTable, build_table, compute
 from rankbridge.types import GoldenSet, Qrels, Run, _plain_ranked
 
 __all__ = ["Evaluation", "IdMismatchWarning", "evaluate"]
-
-
-class IdMismatchWarning(UserWarning):
-    """The run's doc ids are almost never judged in the qrels: the scores are near 0 for that reason alone."""
 
 
 MissingPolicy = Literal["zero", "skip"]

@@ -88,7 +88,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from rankbridge.errors import InputError, MetricError, RankbridgeError, StoreError, StoreLockedError
+from rankbridge.errors import (
+    InputError,
+    MetricError,
+    MixedDefinitionsWarning,
+    RankbridgeError,
+    StoreError,
+    StoreLockedError,
+    TrendSplitWarning,
+)
 from rankbridge.fingerprint import qrels_fingerprint, query_set_fingerprint, short_fingerprint
 from rankbridge.metrics.measures import METRIC_DEFINITIONS_VERSION as _METRIC_DEFINITIONS_VERSION
 
@@ -190,14 +198,6 @@ _RECORD_COLUMNS = (
     "missing_policy, num_queries, num_missing, num_failed, num_unjudged, num_no_relevant, duplicates, "
     "latency_mean, latency_p95, qrels_fingerprint, query_set_fingerprint"
 )
-
-
-class TrendSplitWarning(UserWarning):
-    """A trend left records out or split them into several series (the reasons are in the message)."""
-
-
-class MixedDefinitionsWarning(TrendSplitWarning):
-    """A trend met records saved under different :data:`METRIC_DEFINITIONS_VERSION` values (and split them)."""
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankbridge.errors import InputError, MissingExtraError, ParseError
+from rankbridge.errors import ContextMatchError, InputError, MissingExtraError, ParseError, UnmatchedContextsWarning
 from rankbridge.io._open import names
 from rankbridge.io.tables import (
     _Loc,
@@ -160,22 +160,6 @@ class ContextMatch:
 
     def __repr__(self) -> str:
         return f"ContextMatch(golden={self.golden.name!r}, {self.summary()})"
-
-
-class UnmatchedContextsWarning(UserWarning):
-    """Some reference contexts matched no corpus document; ``.match`` holds the full :class:`ContextMatch`."""
-
-    def __init__(self, message: str, match: ContextMatch) -> None:
-        super().__init__(message)
-        self.match = match
-
-
-class ContextMatchError(InputError):
-    """Reference contexts matched no corpus document (``unmatched="error"``); ``.match`` has the details."""
-
-    def __init__(self, message: str, match: ContextMatch) -> None:
-        super().__init__(message)
-        self.match = match
 
 
 def _testset_rows(testset: Any) -> tuple[list[str], list[tuple[_Loc, Mapping[str, Any]]], str]:
@@ -414,7 +398,7 @@ def golden_from_ragas(
     ...                   unmatched="error")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    rankbridge.io.ragas_testset.ContextMatchError: 1 of 1 reference contexts matched no corpus document ...
+    rankbridge.errors.ContextMatchError: 1 of 1 reference contexts matched no corpus document ...
     """
     if unmatched not in ("warn", "error"):
         raise InputError(f"unmatched must be 'warn' or 'error'. Got {unmatched!r} instead.")

@@ -66,7 +66,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rankbridge.errors import InputError, MissingExtraError, ParseError
+from rankbridge.errors import GoldenSetWarning, InputError, MissingExtraError, ParseError
 from rankbridge.io._open import (
     check_label,
     clip,
@@ -126,10 +126,6 @@ CORPUS_CANDIDATES: dict[str, tuple[str, ...]] = {
     "text": ("text", "contents", "content", "page_content"),
     "title": ("title",),
 }
-
-
-class GoldenSetWarning(UserWarning):
-    """A golden set was read, but part of it cannot be scored (questions without judgments)."""
 
 
 # -- cells -------------------------------------------------------------------------------------------

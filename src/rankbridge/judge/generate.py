@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rankbridge.errors import InputError, RankbridgeError
+from rankbridge.errors import GenerationError, InputError
 from rankbridge.judge.grading import _doc_text, _repair_builder
 from rankbridge.judge.llm import (
     BudgetExhausted,
@@ -76,7 +76,7 @@ def parse_query(text: str) -> str:
     >>> parse_query('{"q": 1}')
     Traceback (most recent call last):
     ...
-    rankbridge.judge.llm.ReplyParseError: expected a JSON object with a non-empty "query" string
+    rankbridge.errors.ReplyParseError: expected a JSON object with a non-empty "query" string
     """
     from rankbridge.judge.grading import _json_objects
 
@@ -146,17 +146,6 @@ class GenerationResult:
 
     golden: GoldenSet
     report: GenerateReport
-
-
-class GenerationError(RankbridgeError):
-    """Some documents produced no query (failed, or the budget stopped the batch).
-
-    ``result`` holds what was generated and the report; pass ``on_error="skip"`` to accept a partial set.
-    """
-
-    def __init__(self, message: str, result: GenerationResult) -> None:
-        super().__init__(message)
-        self.result = result
 
 
 def _corpus_entries(corpus: Mapping[str, Any] | GoldenSet) -> dict[str, dict[str, Any]]:

@@ -56,7 +56,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rankbridge.errors import InputError, RankbridgeError
+from rankbridge.errors import (
+    InputError,
+    JudgeCacheError,
+    JudgeCacheMigrated,
+    UndefinedAgreementWarning,
+)
 from rankbridge.judge.injection import injection_flags, redact_instructions
 from rankbridge.judge.llm import (
     BudgetExhausted,
@@ -101,10 +106,6 @@ __all__ = [
 GRADES: tuple[int, ...] = (0, 1, 2, 3)
 
 _GRADE_SHAPE = '{"reason": "<one short sentence>", "grade": <0, 1, 2 or 3>}'
-
-
-class UndefinedAgreementWarning(UserWarning):
-    """Kappa is undefined (both raters used one and the same label, or there are no pairs): it is NaN."""
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -188,7 +189,7 @@ def parse_grade(text: str, *, quoted: Sequence[str] = ()) -> Grade:
     >>> parse_grade('{"grade": 5}')
     Traceback (most recent call last):
     ...
-    rankbridge.judge.llm.ReplyParseError: "grade" must be an integer from 0 to 3, found 5
+    rankbridge.errors.ReplyParseError: "grade" must be an integer from 0 to 3, found 5
     """
     ends = list(_END_MARKER.finditer(text))
     if ends:
@@ -274,14 +275,6 @@ CREATE TABLE IF NOT EXISTS judgments (
     PRIMARY KEY (query, doc_hash, model, prompt)
 )
 """
-
-
-class JudgeCacheError(RankbridgeError, OSError):
-    """The judge cache file cannot be created, written or locked (read-only or full disk, permissions, lock)."""
-
-
-class JudgeCacheMigrated(UserWarning):
-    """A schema 1 judge cache was upgraded; grades keyed by a derived model id were moved aside."""
 
 
 _SQLITE_CAUSES = (

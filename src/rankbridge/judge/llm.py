@@ -44,7 +44,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mappi
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from rankbridge.errors import InputError, MissingExtraError, RankbridgeError
+from rankbridge.errors import InputError, LLMError, MissingExtraError, ModelIdRequired, RankbridgeError, ReplyParseError
 
 __all__ = [
     "OUTPUT_PARAMS",
@@ -64,14 +64,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-class LLMError(RankbridgeError):
-    """The user's LLM raised, timed out, or kept returning replies that could not be read."""
-
-
-class ReplyParseError(InputError):
-    """A reply that does not have the expected shape (triggers the repair step)."""
 
 
 class BudgetExhausted(RankbridgeError):
@@ -252,10 +244,6 @@ OUTPUT_PARAMS: tuple[str, ...] = (
 _NAME_FIELDS = ("model_name", "model", "model_id", "deployment_name", "azure_deployment", "repo_id", "endpoint_name")
 _LS_PARAMS = {"ls_temperature": "temperature", "ls_max_tokens": "max_tokens", "ls_stop": "stop"}
 _MAX_ID_PARAMS = 160
-
-
-class ModelIdRequired(InputError):
-    """No model id was given and none can be derived from the LLM (a plain callable, a nameless model)."""
 
 
 def _plain(value: Any) -> Any:
@@ -446,7 +434,7 @@ def as_llm(obj: Any, *, model_id: str | None = None, anonymous: bool = False) ->
     >>> as_llm(my_llm)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    rankbridge.judge.llm.ModelIdRequired: model_id: a plain callable (...my_llm) does not say which model it is, ...
+    rankbridge.errors.ModelIdRequired: model_id: a plain callable (...my_llm) does not say which model it is, ...
     >>> as_llm(my_llm, anonymous=True).model_id.startswith("anonymous:")
     True
     >>> as_llm(42)  # doctest: +ELLIPSIS
