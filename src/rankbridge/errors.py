@@ -18,6 +18,7 @@ The hierarchy::
         │   └── StoreLockedError        another process holds the history's write lock
         ├── LLMError                    the user's LLM raised, timed out, or kept replying unreadably
         ├── JudgeCacheError (OSError)   the judge cache file cannot be created, written or locked
+        ├── BudgetExceededError         a batch's call/token budget (or error limit) stops new calls
         └── GenerationError             query generation left documents without a query; carries ``result``
 
     UserWarning
@@ -29,9 +30,9 @@ The hierarchy::
     └── TrendSplitWarning               a trend left records out or split them into several series
         └── MixedDefinitionsWarning     records saved under different metric definition versions
 
-The batch budget errors (``BudgetExhausted`` and ``_CallTimeout`` in :mod:`rankbridge.judge.llm`,
-``BudgetExceededError`` in :mod:`rankbridge.integrations.ragas`) are being unified with the batch engine
-and join this module then.
+``BudgetExceededError`` is the one budget error of :mod:`rankbridge.batch`; its former names
+``rankbridge.judge.llm.BudgetExhausted`` and ``rankbridge.integrations.ragas.BudgetExceededError`` are
+aliases of it.
 
 Each class is also importable from the module that raises it (``rankbridge.evaluate.IdMismatchWarning``,
 ``rankbridge.store.TrendSplitWarning``, ...). This module imports nothing of rankbridge at run time: every
@@ -47,6 +48,7 @@ if TYPE_CHECKING:  # annotations only: at run time this module imports nothing o
     from rankbridge.judge.generate import GenerationResult
 
 __all__ = [
+    "BudgetExceededError",
     "CheckpointError",
     "ContextMatchError",
     "GenerationError",
@@ -207,6 +209,13 @@ class LLMError(RankbridgeError):
 
 class JudgeCacheError(RankbridgeError, OSError):
     """The judge cache file cannot be created, written or locked (read-only or full disk, permissions, lock)."""
+
+
+class BudgetExceededError(RankbridgeError):
+    """A batch's budget -- calls (prompts), tokens, or items failed -- stops new calls (see :mod:`rankbridge.batch`).
+
+    Raised inside the batch; the items not tried are reported as not judged / not scored, never dropped.
+    """
 
 
 class GenerationError(RankbridgeError):

@@ -44,7 +44,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mappi
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from rankbridge.errors import InputError, LLMError, MissingExtraError, ModelIdRequired, RankbridgeError, ReplyParseError
+from rankbridge.errors import (
+    BudgetExceededError,
+    InputError,
+    LLMError,
+    MissingExtraError,
+    ModelIdRequired,
+    RankbridgeError,
+    ReplyParseError,
+)
 
 __all__ = [
     "OUTPUT_PARAMS",
@@ -66,8 +74,8 @@ __all__ = [
 T = TypeVar("T")
 
 
-class BudgetExhausted(RankbridgeError):
-    """Raised inside a batch when the call or token budget (or the error limit) stops new calls."""
+#: The former name of :class:`~rankbridge.errors.BudgetExceededError` (one budget error for every batch).
+BudgetExhausted = BudgetExceededError
 
 
 class _CallTimeout(RankbridgeError):
