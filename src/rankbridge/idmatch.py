@@ -109,10 +109,7 @@ def _known(golden: GoldenSet | Qrels | Mapping[str, Mapping[str, Any]]) -> tuple
         qrels = golden
     cached = qrels._cache.get("known_ids") if isinstance(qrels, Qrels) else None
     if cached is None:
-        judged: set[str] = set()
-        for docs in qrels.values():
-            judged.update(docs)
-        cached = frozenset(judged)
+        cached = frozenset(itertools.chain.from_iterable(qrels.values()))  # one C-level pass
         if isinstance(qrels, Qrels):
             qrels._cache["known_ids"] = cached  # read on every evaluate; qrels do not change
     return _Known(cached, corpus), bool(corpus)
@@ -381,7 +378,7 @@ def check_run(
     up to 100 hits of each query in run order, ``sample`` hits at most. See the module docstring for the
     rule. The common case (the ids match) costs one set lookup per sampled id.
     """
-    data = run._data if isinstance(run, Run) else run
+    data = run._id_sample(sample, SAMPLE_DEPTH) if isinstance(run, Run) else run
     config = run.config if isinstance(run, Run) else {}
     label = config.get("id_from") if isinstance(config.get("id_from"), str) else None
     known, with_corpus = _known(golden)

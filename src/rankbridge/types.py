@@ -20,8 +20,10 @@ import operator
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, pairwise, repeat
+from itertools import chain, compress, pairwise, repeat
 from typing import Any
+
+import numpy as np
 
 from rankbridge.errors import InputError, MissingExtraError
 
@@ -294,8 +296,6 @@ class Qrels(Mapping[str, Mapping[str, int]]):
         1       q1     d2          0
         """
         pd = _import_pandas("Qrels.to_pandas()")
-        import numpy as np
-
         qids = [q for q, docs in self._data.items() for _ in docs]
         docs = [d for ds in self._data.values() for d in ds]
         labels = np.fromiter((v for ds in self._data.values() for v in ds.values()), dtype=np.int64, count=len(docs))
@@ -449,6 +449,175 @@ def _plain_ranked(run: Mapping[str, Any], lists: list[Any]) -> tuple[dict[str, l
     return out, dropped
 
 
+def _as_list(column: Any) -> list[Any]:
+    """A column (list, tuple, numpy array, pandas Series, Arrow array) as a list of Python values."""
+    if type(column) is list:
+        return column
+    for method in ("tolist", "to_pylist"):
+        convert = getattr(column, method, None)
+        if convert is not None:
+            return list(convert())
+    return list(column)
+
+
+def _id_column(values: list[Any], what: str, column: str) -> list[str]:
+    """``values`` as str ids (checked by one C-level pass when they already are)."""
+    if set(map(type, values)) <= {str}:
+        return values
+    return [
+        v if type(v) is str else _check_id(v, what, f"Run.from_columns: {column}[{i}]") for i, v in enumerate(values)
+    ]
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class RunColumns:
+    """A run stored as columns grouped by query (built by :meth:`Run.from_columns`).
+
+    Attributes
+    ----------
+    query_ids:
+        The distinct query ids, in the order they first appear in the rows.
+    offsets:
+        ``(len(query_ids) + 1,)`` int64: query ``i``'s rows are ``offsets[i]:offsets[i + 1]``.
+    doc_ids:
+        Doc ids (str), grouped by query; a ranked run's in rank order, a scored run's in row order.
+    scores:
+        float64 scores aligned with ``doc_ids`` (NaN: no score, in a ranked run only).
+    ranked:
+        True when the row order is the ranking; False when the scores rank (as trec_eval does).
+    """
+
+    query_ids: list[str]
+    offsets: np.ndarray
+    doc_ids: list[str]
+    scores: np.ndarray
+    ranked: bool
+    index: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    @classmethod
+    def build(
+        cls,
+        query_ids: Sequence[Any],
+        doc_ids: Sequence[Any],
+        scores: Sequence[Any] | None,
+        ranks: Sequence[Any] | None,
+        duplicates: str,
+    ) -> tuple[RunColumns, dict[str, int]]:
+        """Validate and group the columns; also ``{qid: dropped repeats}`` (``duplicates="first"``)."""
+        feature = "Run.from_columns"
+        if duplicates not in ("error", "first"):
+            raise ValueError(f"duplicates must be 'error' or 'first'. Got {duplicates!r} instead.")
+        if scores is None and ranks is None:
+            raise InputError(f"{feature}: give scores (a scored run) or ranks (a ranked run); both are None")
+        qs = _id_column(_as_list(query_ids), "query id", "query_ids")
+        docs = _id_column(_as_list(doc_ids), "doc id", "doc_ids")
+        n = len(docs)
+        lengths = {"query_ids": len(qs), "doc_ids": n}
+        if scores is not None:
+            lengths["scores"] = len(scores)
+        if ranks is not None:
+            lengths["ranks"] = len(ranks)
+        if len(set(lengths.values())) > 1:
+            raise InputError(
+                f"{feature}: the columns differ in length: " + ", ".join(f"{k} {v}" for k, v in lengths.items())
+            )
+        if scores is None:
+            values = np.full(n, np.nan)
+        else:
+            try:
+                values = np.asarray(
+                    _as_list(scores) if not isinstance(scores, np.ndarray) else scores, dtype=np.float64
+                )
+            except (TypeError, ValueError):
+                for i, s in enumerate(_as_list(scores)):
+                    if not (ranks is not None and _missing(s)):
+                        _check_score(s, f"{feature}: scores[{i}]")
+                raise
+            if values.shape != (n,):
+                raise InputError(f"{feature}: scores must be one-dimensional, found shape {values.shape}")
+            if ranks is None and np.isnan(values).any():
+                i = int(np.flatnonzero(np.isnan(values))[0])
+                raise InputError(
+                    f"{feature}: scores[{i}] (query {qs[i]!r}, doc {docs[i]!r}): expected a numeric score, found NaN"
+                )
+        index = dict(zip(dict.fromkeys(qs), range(n), strict=False))
+        codes = np.fromiter(map(index.__getitem__, qs), dtype=np.int64, count=n)
+        order: Any = None
+        if ranks is not None:
+            raw = _as_list(ranks)
+            if not set(map(type, raw)) <= {int}:
+                raw = [r if type(r) is int else _check_label(r, f"{feature}: ranks[{i}]") for i, r in enumerate(raw)]
+            rank = np.asarray(raw, dtype=np.int64)
+            order = np.lexsort((rank, codes))
+        elif n > 1 and np.any(codes[1:] < codes[:-1]):
+            order = np.argsort(codes, kind="stable")  # group by query, rows of a query in row order
+        if order is not None:
+            codes, values = codes[order], values[order]
+            docs = list(map(docs.__getitem__, order.tolist()))
+        if ranks is not None:
+            rank = rank[order]
+            same = np.flatnonzero((codes[1:] == codes[:-1]) & (rank[1:] == rank[:-1]))
+            if len(same):
+                i = int(same[0])
+                qid = list(index)[codes[i]]
+                raise InputError(f"{feature}: query {qid!r} has rank {rank[i]} twice; ranks must differ within a query")
+        offsets = np.zeros(len(index) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(codes, minlength=len(index)), out=offsets[1:])
+        bounds = offsets.tolist()
+        segments = list(map(slice, bounds[:-1], bounds[1:]))
+        distinct = np.fromiter(map(len, map(set, map(docs.__getitem__, segments))), dtype=np.int64, count=len(index))
+        dropped: dict[str, int] = {}
+        repeated = np.flatnonzero(distinct != np.diff(offsets))
+        if len(repeated):
+            qids = list(index)
+            if duplicates == "error":
+                i = int(repeated[0])
+                row = docs[segments[i]]
+                doc = next(d for j, d in enumerate(row) if d in row[:j])
+                raise InputError(
+                    f"{feature}: doc {doc!r} appears twice for query {qids[i]!r}; "
+                    "pass duplicates='first' to keep the first"
+                )
+            keep = np.ones(n, dtype=bool)
+            for i in repeated.tolist():
+                seen: set[str] = set()
+                for j in range(bounds[i], bounds[i + 1]):
+                    if docs[j] in seen:
+                        keep[j] = False
+                    seen.add(docs[j])
+                dropped[qids[i]] = int(np.diff(offsets)[i] - distinct[i])
+            docs = list(compress(docs, keep.tolist()))
+            values = values[keep]
+            np.cumsum(distinct, out=offsets[1:])
+        return cls(list(index), offsets, docs, values, ranks is not None, index), dropped
+
+    def query_dict(self, qid: str) -> dict[str, float] | list[Hit]:
+        """One query's result as the mapping view holds it (KeyError for an unknown query)."""
+        i = self.index[qid]
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        scores = self.scores[lo:hi].tolist()
+        if self.ranked:
+            return [Hit(d, None if s != s else s) for d, s in zip(self.doc_ids[lo:hi], scores, strict=True)]
+        return dict(zip(self.doc_ids[lo:hi], scores, strict=True))
+
+    def to_dict(self) -> dict[str, dict[str, float] | list[Hit]]:
+        """The mapping view: ``{qid: {doc: score}}`` (scored) or ``{qid: [Hit, ...]}`` (ranked)."""
+        bounds = self.offsets.tolist()
+        scores = self.scores.tolist()
+        out: dict[str, dict[str, float] | list[Hit]] = {}
+        for qid, lo, hi in zip(self.query_ids, bounds[:-1], bounds[1:], strict=True):
+            if self.ranked:
+                out[qid] = [
+                    Hit(d, None if s != s else s) for d, s in zip(self.doc_ids[lo:hi], scores[lo:hi], strict=True)
+                ]
+            else:
+                out[qid] = dict(zip(self.doc_ids[lo:hi], scores[lo:hi], strict=True))
+        return out
+
+
 class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
     """Retrieval results for a set of queries.
 
@@ -496,13 +665,185 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
     ) -> None:
         self.name = name
         self.config: dict[str, Any] = dict(config or {})
-        self._data: dict[str, dict[str, float] | list[Hit]] = {}
+        self._dict: dict[str, dict[str, float] | list[Hit]] = {}
+        self._columns: RunColumns | None = None
         self.errors: dict[str, str] = {}
         self.latency: dict[str, float] = {}
         self.duplicates: dict[str, int] = {}
         self.stages: dict[str, Run] = {}
         self.answers: dict[str, str] = {}
         self._cache: dict[Any, Any] = {}
+
+    @property
+    def _data(self) -> dict[str, dict[str, float] | list[Hit]]:
+        """``{qid: {doc: score} | [Hit, ...]}``; a run built from columns is turned into it on first use."""
+        if self._columns is not None:
+            self._dict = self._columns.to_dict()
+            self._columns = None
+        return self._dict
+
+    @_data.setter
+    def _data(self, value: dict[str, dict[str, float] | list[Hit]]) -> None:
+        self._dict = value
+        self._columns = None
+
+    @property
+    def columns(self) -> RunColumns | None:
+        """The run's columns when it was built by :meth:`from_columns` and not changed since (else None).
+
+        The metrics read them directly (no Python object per hit); the mapping view (``run[qid]``,
+        :meth:`hits`, :meth:`add`...) turns them into dicts and :class:`Hit` lists on first use.
+        """
+        return self._columns
+
+    @classmethod
+    def from_columns(
+        cls,
+        query_ids: Sequence[Any],
+        doc_ids: Sequence[Any],
+        scores: Sequence[Any] | None = None,
+        *,
+        ranks: Sequence[Any] | None = None,
+        name: str = "run",
+        duplicates: str = "error",
+    ) -> Run:
+        """A run from parallel columns, one row per hit, stored as columns (no Python object per hit).
+
+        Parameters
+        ----------
+        query_ids, doc_ids:
+            Per row, the query id and the doc id (str, or int / numpy values, kept as str). Rows may come
+            in any order; a query's rows need not be contiguous.
+        scores:
+            Per row, the score (anything ``float()`` reads; NaN is refused). Without ``ranks`` the run is
+            *scored*: ranked by score descending, ties by doc id descending, as trec_eval does.
+        ranks:
+            Per row, an integer rank (1 = best): the run is *ranked* in this order (as a retriever
+            returned it); ``scores``, if given, are kept on the hits (NaN there means no score).
+        name:
+            The run's name.
+        duplicates:
+            ``"error"`` (a doc given twice for one query is an error naming it) or ``"first"`` (keep the
+            first row, in rank order for a ranked run and in row order for a scored one, and count the
+            others in :attr:`duplicates`).
+
+        Raises
+        ------
+        InputError
+            Columns of different lengths, a bad id, score or rank (naming the row), two rows with the
+            same rank in one query, or a duplicate doc with ``duplicates="error"``.
+
+        Examples
+        --------
+        >>> run = Run.from_columns(["q1", "q1", "q2"], ["a", "b", "a"], [0.2, 0.9, 1.0], name="bm25")
+        >>> run.columns.offsets.tolist(), run.ranking("q1")
+        ([0, 2, 3], ['b', 'a'])
+        >>> Run.from_columns(["q1", "q1"], ["a", "b"], ranks=[2, 1]).ranking("q1")
+        ['b', 'a']
+        """
+        run = cls(name=name)
+        cols, dropped = RunColumns.build(query_ids, doc_ids, scores, ranks, duplicates)
+        run._columns = cols
+        run.duplicates.update(dropped)
+        return run
+
+    def _id_sample(self, limit: int, depth: int) -> Mapping[str, Any]:
+        """The first queries' results, ``depth`` hits each and about ``limit`` hits in all (the id check's sample).
+
+        A run built from columns gives doc id lists without turning itself into dicts.
+        """
+        cols = self._columns
+        if cols is None:
+            return self._dict
+        out: dict[str, list[str]] = {}
+        total = 0
+        for i, qid in enumerate(cols.query_ids):
+            lo, hi = int(cols.offsets[i]), int(cols.offsets[i + 1])
+            out[qid] = cols.doc_ids[lo : min(hi, lo + depth)]
+            total += len(out[qid])
+            if total >= limit:
+                break
+        return out
+
+    #: config keys that the runner's bookkeeping sets per run: merged by :meth:`merge` as stated there
+    _MERGED_CONFIG = ("failures", "problems", "resumed", "unfinished", "interrupted", "aborted")
+
+    @classmethod
+    def merge(cls, parts: Iterable[Run], *, name: str | None = None) -> Run:
+        """One run from runs of disjoint blocks of queries (e.g. blocks retrieved on several workers).
+
+        Results, errors, latencies, duplicates, answers and stages are joined in the parts' order. The
+        parts' configs must agree except for the runner's bookkeeping: ``failures`` (counts added),
+        ``problems`` (joined), ``resumed`` and ``unfinished`` (added), ``interrupted`` (any), ``aborted``
+        (the first).
+
+        Raises
+        ------
+        InputError
+            A query is in two parts, or the parts differ in name (unless ``name`` is given) or config.
+
+        Examples
+        --------
+        >>> a = Run.from_ranked({"q1": ["d1", "d2"]}, name="bm25")
+        >>> b = Run.from_ranked({"q2": ["d3"]}, name="bm25")
+        >>> Run.merge([a, b]).ranking("q2")
+        ['d3']
+        >>> Run.merge([a, a])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        rankbridge.errors.InputError: Run.merge: query 'q1' is in parts[0] and parts[1]; ...
+        """
+        parts = list(parts)
+        if not parts:
+            raise InputError("Run.merge: no runs to merge")
+        for i, part in enumerate(parts):
+            if not isinstance(part, Run):
+                raise InputError(f"Run.merge: parts[{i}] is a {type(part).__name__}, not a Run")
+        first = parts[0]
+        owner: dict[str, int] = {}
+        for i, part in enumerate(parts):
+            if name is None and part.name != first.name:
+                raise InputError(
+                    f"Run.merge: parts[{i}] is named {part.name!r}, parts[0] {first.name!r} (name= names the merge)"
+                )
+            for key in set(part.config) | set(first.config):
+                if key not in cls._MERGED_CONFIG and part.config.get(key) != first.config.get(key):
+                    raise InputError(
+                        f"Run.merge: parts[{i}] differs from parts[0] in config[{key!r}]: "
+                        f"{_short(part.config.get(key))} != {_short(first.config.get(key))}"
+                    )
+            for qid in part.query_ids():
+                j = owner.setdefault(qid, i)
+                if j != i:
+                    raise InputError(
+                        f"Run.merge: query {qid!r} is in parts[{j}] and parts[{i}]; the blocks must be disjoint"
+                    )
+        out = cls(name=first.name if name is None else name, config=first.config)
+        failures: dict[str, int] = {}
+        for part in parts:
+            out._data.update(part._data)
+            out.errors.update(part.errors)
+            out.latency.update(part.latency)
+            out.duplicates.update(part.duplicates)
+            out.answers.update(part.answers)
+            for kind, n in (part.config.get("failures") or {}).items():
+                failures[kind] = failures.get(kind, 0) + n
+        present = [key for key in cls._MERGED_CONFIG if any(key in p.config for p in parts)]
+        for key in present:
+            values = [p.config[key] for p in parts if key in p.config]
+            if key == "failures":
+                out.config[key] = failures
+            elif key == "problems":
+                out.config[key] = {q: notes for v in values for q, notes in v.items()}
+            elif key in ("resumed", "unfinished"):
+                out.config[key] = sum(values)
+            elif key == "interrupted":
+                out.config[key] = any(values)
+            else:
+                out.config[key] = values[0]
+        for stage in dict.fromkeys(s for p in parts for s in p.stages):
+            out.stages[stage] = cls.merge([p.stages[stage] for p in parts if stage in p.stages])
+        return out
 
     def to_stage(self, stage: str) -> Run:
         """The run of one recorded stage: ``"final"`` is this run, other names are in :attr:`stages`.
@@ -639,25 +980,32 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         return self._data[qid]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
+        return iter(self._columns.query_ids if self._columns is not None else self._dict)
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._columns.query_ids if self._columns is not None else self._dict)
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in (self._columns.index if self._columns is not None else self._dict)
 
     def __repr__(self) -> str:
-        hits = sum(len(v) for v in self._data.values())
+        cols = self._columns
+        hits = len(cols.doc_ids) if cols is not None else sum(len(v) for v in self._dict.values())
         stages = f", stages={_short(list(self.stages))}" if self.stages else ""
-        return (
-            f"Run(name={_short(self.name)}, queries={len(self._data)}, hits={hits}, errors={len(self.errors)}{stages})"
-        )
+        return f"Run(name={_short(self.name)}, queries={len(self)}, hits={hits}, errors={len(self.errors)}{stages})"
 
     def is_scored(self, qid: str) -> bool:
         """True when ``qid`` holds a ``{doc: score}`` mapping (ranked by score), False for a hit list."""
-        return isinstance(self._data[qid], dict)
+        cols = self._columns
+        if cols is not None:
+            cols.index[qid]  # a KeyError for an unknown query, as the mapping view gives
+            return not cols.ranked
+        return isinstance(self._dict[qid], dict)
 
     def hits(self, qid: str) -> list[Hit]:
         """The hits of ``qid`` in rank order (a scored query is sorted like trec_eval)."""
-        value = self._data[qid]
+        cols = self._columns
+        value = cols.query_dict(qid) if cols is not None else self._dict[qid]
         if isinstance(value, dict):
             order = sorted(value.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
             return [Hit(doc, score) for doc, score in order]
@@ -669,7 +1017,7 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
 
     def query_ids(self) -> list[str]:
         """Every query the run knows about: with results or with an error."""
-        return list(self._data) + [q for q in self.errors if q not in self._data]
+        return list(self) + [q for q in self.errors if q not in self]
 
     def to_scores(self) -> dict[str, dict[str, float]]:
         """``{qid: {doc: score}}`` whose trec_eval ordering equals this run's ranking.
@@ -711,7 +1059,6 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         1       q1     2     d1    0.9
         """
         pd = _import_pandas("Run.to_pandas()")
-        import numpy as np
 
         qids: list[str] = []
         ranks: list[int] = []
