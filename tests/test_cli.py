@@ -88,7 +88,7 @@ def test_console_script_module_entry(files: tuple[str, str]) -> None:
 def test_unexpected_errors_are_one_line_unless_debugging(
     files: tuple[str, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import rankbridge.cli as cli
+    import rankbridge.cli.evaluate as cli
 
     def boom(*args: object, **kwargs: object) -> None:
         raise ZeroDivisionError("simulated bug")

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import rankbridge as rb
+from rankbridge.cli.compare import add_cli
 from rankbridge.compare import (
     Comparison,
-    add_cli,
     compare,
     failures,
     slices,

@@ -47,7 +47,7 @@ from rankbridge.io import (
     read_run,
     read_run_jsonl,
 )
-from rankbridge.run_cli import load_queries
+from rankbridge.io.queries import load_queries
 
 # -- outcome counts ----------------------------------------------------------------------------------------
 COUNTS: dict[str, Counter[str]] = {}

@@ -273,7 +273,7 @@ def test_cli_generate_writes_a_beir_folder(tmp_path: Path, capsys: pytest.Captur
     import argparse
 
     from rankbridge import GoldenSet
-    from rankbridge.judge import add_cli
+    from rankbridge.cli.generate import add_cli
 
     (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "text": t}) + "\n" for d, t in CORPUS.items()))
     (tmp_path / "gen_llm.py").write_text(

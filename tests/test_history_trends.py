@@ -19,6 +19,7 @@ import pytest
 
 import rankbridge.store as store_module
 from rankbridge import Evaluation, GoldenSet, InputError, Qrels, Run, evaluate
+from rankbridge.cli.history import add_cli
 from rankbridge.fingerprint import qrels_fingerprint, query_set_fingerprint, short_fingerprint
 from rankbridge.metrics.measures import METRIC_DEFINITIONS_VERSION
 from rankbridge.store import (
@@ -29,7 +30,6 @@ from rankbridge.store import (
     StoreLockedError,
     Trend,
     TrendSplitWarning,
-    add_cli,
 )
 
 QRELS = Qrels({"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2}, "q3": {"d4": 1}}, name="golden-v1")
@@ -272,7 +272,7 @@ def test_trend_by_name_and_json(store: RunStore) -> None:
 
 def test_the_report_reads_the_reasons_as_notes(path: Path) -> None:
     """rankbridge report --history records trend warnings as report notes: the split reaches the report."""
-    from rankbridge.reports import _trend_from_store
+    from rankbridge.cli.report import _trend_from_store
 
     with RunStore(path) as s:
         s.save(_ev(), qrels=QRELS, timestamp=_day(0))

@@ -430,7 +430,7 @@ def test_import_pulls_in_no_framework() -> None:
     import sys
 
     code = (
-        "import sys, rankbridge.judge, rankbridge.judge.cli\n"
+        "import sys, rankbridge.judge, rankbridge.cli.judge\n"
         "print(','.join(m for m in ('llama_index', 'langchain_core', 'ragas', 'pandas') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -983,8 +983,8 @@ def run_cli(argv: list[str]) -> int:
     """Run a ``rankbridge`` subcommand registered by ``add_cli`` the way ``rankbridge.cli.main`` does."""
     import argparse
 
+    from rankbridge.cli.judge import add_cli
     from rankbridge.errors import RankbridgeError
-    from rankbridge.judge import add_cli
 
     parser = argparse.ArgumentParser(prog="rankbridge")
     add_cli(parser.add_subparsers(dest="command", required=True))

@@ -29,6 +29,7 @@ pytest.importorskip("ragas", reason="needs the ragas extra: pip install 'rankbri
 pytest.importorskip("langchain_core", reason="the scripted chat model is a LangChain BaseChatModel")
 
 import ragas_fakes as fakes
+from rankbridge.cli import ragas as ragas_cli
 from rankbridge.integrations import ragas as rr
 from rankbridge.integrations.answers import Answer, Answers, generate_answers
 
@@ -534,7 +535,7 @@ def _beir(tmp_path: Path) -> tuple[Path, Path]:
 
 def _cli(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="rankbridge")
-    rr.add_cli(parser.add_subparsers(dest="command", required=True))
+    ragas_cli.add_cli(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return int(args.func(args))
 

@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from rankbridge.cli import main
+from rankbridge.cli._loader import load_object as load_retriever
+from rankbridge.cli._loader import split_spec
 from rankbridge.errors import InputError
 from rankbridge.io import read_run, read_run_jsonl
-from rankbridge.run_cli import load_queries, load_retriever, split_spec
+from rankbridge.io.queries import load_queries
 
 _counter = itertools.count()
 

@@ -19,13 +19,13 @@ import pytest
 
 import rankbridge.store as store_module
 from rankbridge import Evaluation, InputError, Run, evaluate
+from rankbridge.cli.history import add_cli
 from rankbridge.metrics.measures import parse_measure
 from rankbridge.store import (
     METRIC_DEFINITIONS_VERSION,
     SCHEMA_VERSION,
     MixedDefinitionsWarning,
     RunStore,
-    add_cli,
 )
 
 QRELS = {"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2}, "q3": {"d4": 1}}
@@ -590,7 +590,7 @@ def test_cli_through_a_subprocess_entry(filled: tuple[str, dict[str, int]]) -> N
     """The CLI module has no hidden state: a fresh interpreter lists the same store."""
     path, ids = filled
     code = (
-        "import argparse, sys; from rankbridge.store import add_cli; p = argparse.ArgumentParser(); "
+        "import argparse, sys; from rankbridge.cli.history import add_cli; p = argparse.ArgumentParser(); "
         "add_cli(p.add_subparsers(required=True)); a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))"
     )
     out = subprocess.run(

@@ -25,8 +25,6 @@ Examples
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +32,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from rankbridge._cli_common import add_run_arguments, add_test_arguments, split_metric_args, unique_run_names
 from rankbridge.errors import InputError
 from rankbridge.evaluate import Evaluation, evaluate
 from rankbridge.metrics.measures import (
@@ -77,7 +74,6 @@ __all__ = [
     "RunFailures",
     "Slice",
     "SliceTable",
-    "add_cli",
     "compare",
     "failures",
     "slices",
@@ -1670,114 +1666,3 @@ def failures(
         )
     unsolved = tuple(first_items[qid] for qid in qids if qid not in solved_by_any)
     return Failures(runs=per_run, unsolved=unsolved, k=k)
-
-
-# --------------------------------------------------------------------------------------------------
-# CLI
-# --------------------------------------------------------------------------------------------------
-
-DEFAULT_COMPARE_METRICS = ["ndcg@10", "mrr@10", "recall@10", "hit_rate@5"]
-
-
-def _print_rich(cmp: Comparison) -> bool:
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        return False
-    console = Console()
-    if not console.is_terminal:  # piped or captured: don't squeeze the table into 80 columns
-        console = Console(width=max(console.width, 140))
-    corr = "Holm-adjusted" if cmp.correction == "holm" else "unadjusted"
-    table = Table(
-        title=f"{len(cmp.runs)} runs, {cmp.num_queries} queries, baseline {cmp.baseline!r}",
-        caption=f"{cmp.test} test, {corr} p, {cmp.level:.0%} intervals; * significant at alpha={cmp.alpha:g}",
-    )
-    for col in ("metric", "run", "mean", "CI", f"vs {cmp.baseline}", "CI", "p", "p adj", "d", "W/T/L"):
-        table.add_column(col, justify="left" if col in ("metric", "run") else "right")
-    for metric in cmp.metrics:
-        for i, run in enumerate(cmp.runs):
-            iv = cmp.means[metric][run]
-            pc = cmp.paired[metric].get(run)
-            cells = [
-                metric if i == 0 else "",
-                run + (" (base)" if run == cmp.baseline else ""),
-                cmp._mean_cell(iv),
-                _fmt_ci(iv),
-            ]
-            if pc is None:
-                cells += ["", "", "", "", "", ""]
-            else:
-                diff = _fmt(pc.difference.estimate, sign=True)
-                if pc.significant:
-                    diff = f"[bold {'green' if pc.difference.estimate > 0 else 'red'}]{diff}[/]"
-                cells += [
-                    diff,
-                    _fmt_ci(pc.difference, sign=True),
-                    _fmt_p(pc.pvalue),
-                    _fmt_p(pc.pvalue_adjusted) + (" *" if pc.significant else ""),
-                    _fmt(pc.effect_size, 2),
-                    f"{pc.wins}/{pc.ties}/{pc.losses}",
-                ]
-            table.add_row(*cells, end_section=i == len(cmp.runs) - 1)
-    console.print(table)
-    notes = list(cmp.warnings) + [
-        f"{pc.metric}, {pc.run}: {pc.warning}" for m in cmp.metrics for pc in cmp.paired[m].values() if pc.warning
-    ]
-    for note in notes:
-        console.print(f"[yellow]warning:[/yellow] {note}", highlight=False)
-    return True
-
-
-def _cmd_compare(args: argparse.Namespace) -> int:
-    from rankbridge._cli_common import load_judgments
-    from rankbridge.io import load_run
-
-    metrics = parse_measures(split_metric_args(args.metric, DEFAULT_COMPARE_METRICS))
-    qrels, golden = load_judgments(args.qrels)
-    loaded = [load_run(p) for p in args.run]
-    named = dict(zip(unique_run_names([r.name for r in loaded], args.run), loaded, strict=True))
-    result = compare(
-        named,
-        golden if golden is not None else qrels,
-        metrics,
-        baseline=args.baseline,
-        test=args.test,
-        alpha=args.alpha,
-        level=args.level,
-        seed=args.seed,
-        n_resamples=args.n_resamples,
-    )
-    if args.format == "json":
-        print(json.dumps(result.to_dict(), indent=2))
-    elif not _print_rich(result):
-        print(result)
-    return 0
-
-
-def add_cli(subparsers: Any) -> None:
-    """Register the ``compare`` subcommand on an ``argparse`` subparsers object.
-
-    Examples
-    --------
-    >>> import argparse
-    >>> parser = argparse.ArgumentParser(prog="rankbridge")
-    >>> add_cli(parser.add_subparsers(dest="command"))
-    >>> args = parser.parse_args(["compare", "qrels.txt", "a.txt", "b.txt", "-m", "ndcg@10", "--test", "t"])
-    >>> args.run, args.test, args.baseline
-    (['a.txt', 'b.txt'], 't', None)
-    """
-    p = subparsers.add_parser(
-        "compare",
-        help="compare runs with confidence intervals and paired significance tests",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Each run is compared with the baseline (default: the first run) on the same queries.\n"
-        "examples:\n"
-        "  rankbridge compare qrels.txt bm25.txt dense.txt -m ndcg@10 -m mrr@10\n"
-        "  rankbridge compare qrels.txt bm25.txt dense.txt hybrid.txt --baseline bm25 --test wilcoxon\n"
-        "  rankbridge compare qrels.txt bm25.txt dense.txt --format json",
-    )
-    add_run_arguments(p, DEFAULT_COMPARE_METRICS)
-    add_test_arguments(p)
-    p.add_argument("--format", choices=["table", "json"], default="table")
-    p.set_defaults(func=_cmd_compare)

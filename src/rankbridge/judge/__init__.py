@@ -11,7 +11,6 @@ Examples
 Grade(grade=2, reason='on topic')
 """
 
-from rankbridge.judge.cli import add_cli
 from rankbridge.judge.generate import (
     GenerateReport,
     GenerationError,
@@ -91,7 +90,6 @@ __all__ = [
     "ReplyParseError",
     "UndefinedAgreementWarning",
     "Usage",
-    "add_cli",
     "agenerate_golden_set",
     "agreement",
     "as_llm",

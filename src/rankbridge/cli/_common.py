@@ -1,18 +1,67 @@
-"""Small pieces the subcommands share (argument parsing conventions), so every command reads alike."""
+"""What the subcommands share, so every command reads alike: exit codes, one-line messages, the run and
+test options, reading judgments, and the LLM options of ``judge`` and ``generate``.
+
+Exit codes (every command): 0 success; 1 a quality gate failed (``rankbridge gate``); 2 bad input or
+usage (the message says what and where); 3 incomplete (a budget was reached, or some queries or items
+failed); 70 an unexpected error (a bug; ``RANKBRIDGE_DEBUG=1`` shows the traceback); 75 the history file
+is locked by another process (try again); 130 interrupted.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from rankbridge.types import GoldenSet, Qrels
+from rankbridge.gate import EXIT_FAILED
+from rankbridge.io import load_qrels, read_golden
+from rankbridge.io._open import open_text
+from rankbridge.judge.llm import CallPolicy
+from rankbridge.store import EXIT_LOCKED
+from rankbridge.types import GoldenSet, Qrels
 
-__all__ = ["add_run_arguments", "add_test_arguments", "load_judgments", "split_metric_args", "unique_run_names"]
+__all__ = [
+    "EXIT_BUG",
+    "EXIT_FAILED",
+    "EXIT_INCOMPLETE",
+    "EXIT_INTERRUPTED",
+    "EXIT_LOCKED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "JUDGMENTS_HELP",
+    "add_llm_options",
+    "add_run_arguments",
+    "add_test_arguments",
+    "call_policy",
+    "error",
+    "load_judgments",
+    "split_metric_args",
+    "unique_run_names",
+    "warn",
+]
+
+EXIT_OK = 0
+# EXIT_FAILED (1): ``rankbridge gate`` found a significant drop; defined beside gate().
+EXIT_USAGE = 2
+#: A budget was reached, or some queries or items failed (what finished is written).
+EXIT_INCOMPLETE = 3
+EXIT_BUG = 70
+# EXIT_LOCKED (75): the history file is locked by another process; defined beside RunStore.
+EXIT_INTERRUPTED = 130
+
+
+def warn(message: str) -> None:
+    """A warning as one ``rankbridge: warning:`` line on stderr."""
+    print(f"rankbridge: warning: {message}", file=sys.stderr)
+
+
+def error(message: str) -> None:
+    """An error as one ``rankbridge: error:`` line on stderr."""
+    print(f"rankbridge: error: {message}", file=sys.stderr)
+
 
 JUDGMENTS_HELP = (
     "relevance judgments: qrels (TREC, BEIR .tsv, qrels .jsonl) or a golden set (BEIR folder, golden "
@@ -21,8 +70,6 @@ JUDGMENTS_HELP = (
 
 
 def _first_json_object(path: Path) -> dict[str, object] | None:
-    from rankbridge.io._open import open_text
-
     # a file that cannot be decoded or parsed here is left to the reader it falls to, which names the line
     try:
         with open_text(path) as fh:
@@ -42,8 +89,6 @@ def load_judgments(path: str | os.PathLike[str]) -> tuple[Qrels, GoldenSet | Non
     object has a ``doc_id`` (rankbridge's qrels JSON Lines), else a golden set; anything else (TREC, BEIR
     ``.tsv``) is qrels.
     """
-    from rankbridge.io import load_qrels, read_golden
-
     p = Path(path)
     name = p.name.lower().removesuffix(".gz")
     suffix = Path(name).suffix
@@ -119,3 +164,38 @@ def unique_run_names(names: Sequence[str], paths: Sequence[str]) -> list[str]:
             name = f"{name}-{i + 1}"
         out.append(name)
     return out
+
+
+def add_llm_options(p: argparse.ArgumentParser) -> None:
+    """``--llm`` and the call policy options of ``judge`` and ``generate``."""
+    g = p.add_argument_group("LLM and budget")
+    g.add_argument(
+        "--llm",
+        required=True,
+        metavar="MODULE:ATTR",
+        help="the LLM: a LangChain chat model, a LlamaIndex LLM or a callable f(prompt) -> str, named as "
+        "MODULE:ATTR, path/file.py:ATTR or MODULE:FACTORY(); a class or a zero-argument function is called to build it",
+    )
+    g.add_argument(
+        "--model-id",
+        help="the model and its settings, naming it in the cache and provenance (default: derived from a "
+        "LangChain/LlamaIndex model's name and parameters; required for a plain callable unless --no-cache)",
+    )
+    g.add_argument("--concurrency", type=int, default=4, help="calls in flight (default 4)")
+    g.add_argument("--rate-limit", type=float, help="at most this many calls per second")
+    g.add_argument("--retries", type=int, default=2, help="retries after an error (default 2)")
+    g.add_argument("--timeout", type=float, help="seconds per call")
+    g.add_argument("--max-calls", type=int, help="budget: stop starting calls after this many")
+    g.add_argument("--max-tokens", type=int, help="budget: stop starting calls after this many tokens")
+
+
+def call_policy(args: argparse.Namespace) -> CallPolicy:
+    """The :class:`~rankbridge.judge.llm.CallPolicy` the options of :func:`add_llm_options` describe."""
+    return CallPolicy(
+        concurrency=args.concurrency,
+        rate_limit=args.rate_limit,
+        retries=args.retries,
+        timeout=args.timeout,
+        max_calls=args.max_calls,
+        max_tokens=args.max_tokens,
+    )

@@ -1,43 +1,31 @@
-"""The ``rankbridge`` command.
+"""``rankbridge evaluate``: one or more run files against qrels, as a table, JSON or trec_eval's lines.
 
-Exit codes: 0 success; 1 a quality gate failed (``rankbridge gate``); 2 bad input or usage (the message
-says what and where); 3 incomplete (a budget was reached, or some queries or items failed); 70 an
-unexpected error (a bug; ``RANKBRIDGE_DEBUG=1`` shows the traceback); 130 interrupted.
-Errors are printed as one message, never as a traceback.
+Examples
+--------
+>>> import argparse
+>>> parser = argparse.ArgumentParser(prog="rankbridge")
+>>> add_cli(parser.add_subparsers(dest="command"))
+>>> args = parser.parse_args(["evaluate", "qrels.txt", "run.txt", "-m", "ndcg@10", "--format", "trec"])
+>>> args.run, args.metric, args.format, args.missing
+(['run.txt'], ['ndcg@10'], 'trec', 'zero')
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import math
-import os
-import sys
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from rankbridge import __version__
-from rankbridge._cli_common import add_run_arguments, load_judgments, split_metric_args, unique_run_names
-from rankbridge.errors import MetricError, RankbridgeError, StoreLockedError
+from rankbridge.cli._common import add_run_arguments, load_judgments, split_metric_args, unique_run_names, warn
+from rankbridge.errors import MetricError
 from rankbridge.evaluate import Evaluation, IdMismatchWarning, evaluate
 from rankbridge.io import load_run
-from rankbridge.metrics.measures import MEASURES, Measure, parse_measure, parse_measures
+from rankbridge.metrics.measures import Measure, parse_measure, parse_measures
 
-__all__ = ["main"]
-
-_FEATURE_CLIS = [
-    "rankbridge.compare",
-    "rankbridge.store",
-    "rankbridge.integrations.ragas",
-    "rankbridge.judge.cli",
-    "rankbridge.run_cli",
-    "rankbridge.gate",
-    "rankbridge.reports",
-    "rankbridge.integrations.mlflow",
-]
+__all__ = ["DEFAULT_METRICS", "add_cli"]
 
 DEFAULT_METRICS = ["ndcg@10", "mrr@10", "precision@5", "recall@100", "map", "hit_rate@10"]
 
@@ -113,10 +101,10 @@ def _json_payload(ev: Evaluation, per_query: bool) -> dict[str, Any]:
 
 def _print_table(evs: Sequence[Evaluation], per_query: bool, title: str) -> None:
     names = list(evs[0].values)
-    try:
+    try:  # lazy: rich is an extra, and the CLI works without it, just plainer
         from rich.console import Console
         from rich.table import Table
-    except ImportError:  # the CLI works without rich, just plainer
+    except ImportError:
         print(title)
         print("metric".ljust(16) + "".join(ev.run_name[:14].rjust(16) for ev in evs))
         for name in names:
@@ -163,7 +151,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         ]
     if args.format != "table":  # the table prints each evaluation's summary, notes included
         for note in (n for ev in evs for n in ev.notes):
-            print(f"rankbridge: warning: {note}", file=sys.stderr)
+            warn(note)
     if args.format == "trec":
         for ev in evs:
             if len(evs) > 1:
@@ -177,52 +165,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_metrics(args: argparse.Namespace) -> int:
-    for name, spec in MEASURES.items():
-        k = {"required": "@k", "optional": "[@k]", "none": ""}[spec.k]
-        rel = "(rel=N)" if spec.takes_rel else ""
-        trec = f"  [trec_eval: {spec.trec.replace('{k}', 'k')}]" if spec.trec else ""
-        print(f"{name}{k}{rel}".ljust(28) + spec.doc + trec)
-    return 0
-
-
-def _cmd_demo(args: argparse.Namespace) -> int:
-    """The main job: several strategies from both frameworks on one golden set, end to end, offline."""
-    from rankbridge.demo import run_demo
-
-    result = run_demo(
-        beir=args.beir, split=args.split, out=args.out, k=args.k, max_queries=args.max_queries, progress=True
-    )
-    if result.report is not None:
-        result.report.print()
-    else:  # the report extra (jinja2, matplotlib) is missing: the comparison alone
-        print(result.comparison)
-    for note in result.notes:
-        print(f"note: {note}")
-    if result.report_path is not None:
-        print(f"HTML report: {result.report_path}")
-    print(f"runs: {Path(args.out) / 'runs'}    history: {result.store_path} (rankbridge history --store ...)")
-    return 0
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="rankbridge",
-        description="Measure how well a retriever finds the right chunks (trec_eval-exact metrics).",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples:\n"
-        "  rankbridge demo\n"
-        "  rankbridge evaluate qrels.txt run.txt -m ndcg@10 -m P@5 --per-query --format trec\n"
-        "  rankbridge compare qrels.txt bm25.txt dense.txt -m ndcg@10 --baseline bm25\n"
-        "  rankbridge report qrels.txt bm25.txt dense.txt -m ndcg@10 -o report.html\n"
-        "  rankbridge gate --baseline main --qrels qrels.txt run.jsonl -m ndcg@10 --max-drop 0.01\n"
-        "exit codes: 0 ok, 1 gate failed, 2 bad input or usage, 3 incomplete (budget reached or some\n"
-        "queries failed), 70 unexpected error (RANKBRIDGE_DEBUG=1 shows the traceback), 130 interrupted",
-    )
-    parser.add_argument("--version", action="version", version=f"rankbridge {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    ev = sub.add_parser(
+def add_cli(subparsers: Any) -> None:
+    """Register ``rankbridge evaluate`` on an ``argparse`` subparsers object."""
+    ev = subparsers.add_parser(
         "evaluate",
         help="evaluate one or more run files against qrels",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -253,79 +198,3 @@ def build_parser() -> argparse.ArgumentParser:
         help="a doc listed twice for one query in a TREC run: error (default) or keep the first line",
     )
     ev.set_defaults(func=_cmd_evaluate)
-
-    me = sub.add_parser("metrics", help="list the metrics and their trec_eval names")
-    me.set_defaults(func=_cmd_metrics)
-
-    de = sub.add_parser(
-        "demo",
-        help="run the offline demo: four strategies, both frameworks, statistics, RAGAS ids, HTML report",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples:\n  rankbridge demo\n  rankbridge demo --beir ../shared/data/scifact --out scifact-demo",
-    )
-    de.add_argument(
-        "--golden",
-        "--beir",
-        dest="beir",
-        help="a golden set to use instead of the shipped one: a BEIR folder, golden .jsonl/.csv/.parquet, ...",
-    )
-    de.add_argument("--split", default="test", help="qrels split of the BEIR folder (default: test)")
-    de.add_argument("--out", default="rankbridge-demo", help="output folder (default: rankbridge-demo)")
-    de.add_argument("-k", type=int, default=10, help="hits per query (default: 10)")
-    de.add_argument("--max-queries", type=int, help="use only the first N queries")
-    de.set_defaults(func=_cmd_demo)
-
-    # Commands that live beside their feature; each module imports only the standard library and numpy
-    # at module level, so building the parser stays fast.
-    for module in _FEATURE_CLIS:
-        importlib.import_module(module).add_cli(sub)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``rankbridge`` command; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    with warnings.catch_warnings(record=True) as caught:
-        # the library's warnings (a golden set with unjudged questions, a trend split...) become one line
-        # each on stderr, whatever the interpreter's warning filters say
-        warnings.simplefilter("always")
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            return _run(args)
-        finally:
-            for message in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, UserWarning)):
-                print(f"rankbridge: warning: {message}", file=sys.stderr)
-
-
-def _run(args: argparse.Namespace) -> int:
-    try:
-        return int(args.func(args))
-    except StoreLockedError as exc:  # another process is writing the history: try again (EX_TEMPFAIL)
-        print(f"rankbridge: error: {exc}", file=sys.stderr)
-        return 75
-    except RankbridgeError as exc:
-        print(f"rankbridge: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("rankbridge: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # e.g. `rankbridge evaluate ... | head`
-        return 0
-    except OSError as exc:  # a file that cannot be read or written: the user's input, not our bug
-        where = f" ({exc.filename})" if exc.filename else ""
-        print(f"rankbridge: error: {exc.strerror or exc}{where}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # a bug: one line by default, the traceback on request
-        if os.environ.get("RANKBRIDGE_DEBUG"):
-            raise
-        print(
-            f"rankbridge: unexpected error (a bug, please report it): {type(exc).__name__}: {exc}\n"
-            "rankbridge: set RANKBRIDGE_DEBUG=1 to see the traceback",
-            file=sys.stderr,
-        )
-        return 70
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,0 +1,25 @@
+"""``rankbridge metrics``: every metric, its spelling, and its trec_eval name."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rankbridge.metrics.measures import MEASURES
+
+__all__ = ["add_cli"]
+
+
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    for name, spec in MEASURES.items():
+        k = {"required": "@k", "optional": "[@k]", "none": ""}[spec.k]
+        rel = "(rel=N)" if spec.takes_rel else ""
+        trec = f"  [trec_eval: {spec.trec.replace('{k}', 'k')}]" if spec.trec else ""
+        print(f"{name}{k}{rel}".ljust(28) + spec.doc + trec)
+    return 0
+
+
+def add_cli(subparsers: Any) -> None:
+    """Register ``rankbridge metrics`` on an ``argparse`` subparsers object."""
+    me = subparsers.add_parser("metrics", help="list the metrics and their trec_eval names")
+    me.set_defaults(func=_cmd_metrics)
