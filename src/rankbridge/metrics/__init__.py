@@ -1,7 +1,8 @@
-"""The metrics core: measure definitions (:mod:`.measures`) and numpy kernels (:mod:`.ranking`)."""
+"""The metrics core: measures (:mod:`.measures`), numpy kernels (:mod:`.ranking`), array input (:mod:`.arrays`)."""
 
+from rankbridge.metrics.arrays import table_from_arrays
 from rankbridge.metrics.measures import MEASURES, Measure, parse_measure, parse_measures
-from rankbridge.metrics.ranking import HitTable, build_table, compute, table_from_arrays
+from rankbridge.metrics.ranking import HitTable, build_table, compute
 
 __all__ = [
     "MEASURES",
