@@ -5,18 +5,20 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field, replace
+from itertools import chain
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from rankbridge.errors import IdMismatchError, IdMismatchWarning, InputError
+from rankbridge.fingerprint import qrels_fingerprint
 from rankbridge.idmatch import check_run
 from rankbridge.metrics.measures import Measure, parse_measure, parse_measures
 from rankbridge.metrics.ranking import HitTable, build_table, compute
 from rankbridge.types import GoldenSet, Qrels, Run, _plain_ranked
 
-__all__ = ["Evaluation", "IdMismatchWarning", "evaluate"]
+__all__ = ["Evaluation", "Executor", "IdMismatchWarning", "Partition", "evaluate", "merge_evaluations"]
 
 
 MissingPolicy = Literal["zero", "skip"]
@@ -72,6 +74,7 @@ class Evaluation:
     duplicates: int = 0
     table: HitTable | None = field(default=None, repr=False, compare=False)
     notes: tuple[str, ...] = ()
+    partition: Partition | None = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         """Counts, names and the first means: never the per-query arrays (a run may have millions of queries)."""
@@ -83,6 +86,42 @@ class Evaluation:
             f"missing={len(self.missing)}, failed={len(self.failed)}, unjudged={len(self.unjudged)}, "
             f"no_relevant={len(self.no_relevant)}{', notes=' + str(len(self.notes)) if self.notes else ''})"
         )
+
+    @classmethod
+    def merge(cls, parts: Iterable[Evaluation], *, complete: bool = True) -> Evaluation:
+        """One evaluation from evaluations of disjoint partitions of the queries (``evaluate(..., queries=)``).
+
+        The result equals the single-process ``evaluate`` bit for bit -- per-query values, query order,
+        missing/failed/unjudged/no-relevant lists, duplicates, the hit table -- so means, intervals,
+        paired tests and slices computed from it are the single-process ones. Notes (the id check's
+        warnings) are those of the parts, each once.
+
+        Parameters
+        ----------
+        parts:
+            Evaluations made by ``evaluate(qrels, run, metrics, queries=block)`` with the same qrels,
+            metrics and settings, over disjoint blocks of query ids.
+        complete:
+            ``True`` (default): refuse parts that leave queries of the qrels out (a lost partition would
+            shift every mean). ``False`` merges what is there.
+
+        Raises
+        ------
+        InputError
+            A part was not made on a partition, two parts share a query, or the parts differ in qrels
+            (fingerprint), metrics, run name, ``missing`` or ``single_precision``; or (``complete``) the
+            parts do not cover the qrels.
+
+        Examples
+        --------
+        >>> qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}, "q3": {"d3": 1}}
+        >>> run = {"q1": {"d1": 1.0}, "q3": {"d9": 1.0, "d3": 0.5}}
+        >>> parts = [evaluate(qrels, run, ["mrr"], queries=block) for block in (["q3"], ["q1", "q2"])]
+        >>> merged = Evaluation.merge(parts)
+        >>> merged.query_ids, merged.mean == evaluate(qrels, run, ["mrr"]).mean
+        (('q1', 'q2', 'q3'), True)
+        """
+        return merge_evaluations(parts, complete=complete)
 
     @property
     def metric_names(self) -> list[str]:
@@ -303,6 +342,8 @@ def evaluate(
     missing: MissingPolicy | None = None,
     single_precision: bool = False,
     check_ids: bool = True,
+    queries: Iterable[str] | None = None,
+    executor: Executor | None = None,
 ) -> Evaluation:
     """Evaluate a run against qrels, exactly as trec_eval defines each measure.
 
@@ -332,6 +373,15 @@ def evaluate(
         :class:`~rankbridge.GoldenSet`, ids that match nothing raise
         :class:`~rankbridge.IdMismatchError`; with qrels alone, ids almost never judged anywhere give an
         :class:`IdMismatchWarning` and a note in :attr:`Evaluation.notes`. ``False`` skips the check.
+    queries:
+        Evaluate only these query ids, one block of a partition of the queries (of the qrels and of the
+        run): the result records the qrels' fingerprint and the settings, so that :meth:`Evaluation.merge`
+        of the blocks' results equals the evaluation of the whole bit for bit.
+    executor:
+        Split the queries into blocks and evaluate them elsewhere, e.g.
+        :class:`rankbridge.integrations.ray.RayExecutor` (the result is the merge, equal to a local run).
+        ``run`` may also be a Ray Dataset of rows ``query_id, doc_id, score`` (see ``docs/ray.md``).
+
 
     Raises
     ------
@@ -351,6 +401,10 @@ def evaluate(
     """
     if missing not in (None, "zero", "skip"):
         raise InputError(f"missing must be 'zero' or 'skip'. Got {missing!r} instead.")
+    if executor is not None or _is_ray_dataset(run):
+        return _evaluate_elsewhere(qrels, run, metrics, executor, missing, single_precision, check_ids, queries)
+    if queries is not None:
+        return _evaluate_block(qrels, run, metrics, queries, missing, single_precision, check_ids)
     measures = tuple(parse_measures(metrics))
     if isinstance(run, HitTable):  # already converted: the qrels are in the table
         table = run
@@ -424,3 +478,238 @@ def _cached_table(
     table = build_table(qrels._data, data, query_ids, single_precision=single_precision)
     run_obj._cache[key] = (qrels, table)
     return table
+
+
+# --------------------------------------------------------------------------------------------------
+# partitions: evaluate a block of the queries, merge the blocks' evaluations exactly
+# --------------------------------------------------------------------------------------------------
+
+
+class Executor(Protocol):
+    """What ``evaluate(..., executor=)`` needs: e.g. :class:`rankbridge.integrations.ray.RayExecutor`."""
+
+    def evaluate(
+        self,
+        qrels: Any,
+        run: Any,
+        metrics: Any,
+        *,
+        missing: MissingPolicy | None,
+        single_precision: bool,
+        check_ids: bool,
+    ) -> Evaluation: ...
+
+
+@dataclass(frozen=True)
+class Partition:
+    """What an evaluation of one block of queries was made on, for :meth:`Evaluation.merge` to check.
+
+    Attributes
+    ----------
+    qrels_fingerprint:
+        :func:`~rankbridge.fingerprint.qrels_fingerprint` of the whole qrels the block was cut from.
+    qrels_queries:
+        How many queries the whole qrels has (a merge that covers fewer lost a block).
+    single_precision:
+        The ``evaluate`` setting.
+    """
+
+    qrels_fingerprint: str
+    qrels_queries: int
+    single_precision: bool
+
+
+def _is_ray_dataset(run: Any) -> bool:
+    """A Ray Dataset, told by its class (Ray itself is never imported here)."""
+    cls = type(run)
+    return cls.__name__ in ("Dataset", "MaterializedDataset") and cls.__module__.startswith("ray.data")
+
+
+def _evaluate_elsewhere(
+    qrels: Any,
+    run: Any,
+    metrics: Any,
+    executor: Executor | None,
+    missing: MissingPolicy | None,
+    single_precision: bool,
+    check_ids: bool,
+    queries: Iterable[str] | None,
+) -> Evaluation:
+    if queries is not None:
+        raise InputError("evaluate: queries= (one block) and executor= / a Ray Dataset (all blocks) exclude each other")
+    if executor is None:
+        # lazy: Ray is an extra, imported only when a Ray Dataset is evaluated
+        from rankbridge.integrations.ray import RayExecutor
+
+        executor = RayExecutor()
+    return executor.evaluate(
+        qrels, run, metrics, missing=missing, single_precision=single_precision, check_ids=check_ids
+    )
+
+
+def _qrels_fingerprint(q: Qrels) -> str:
+    """The qrels' fingerprint, kept on the object: every block of one evaluation hashes the qrels once."""
+    key = ("fingerprint",)
+    found = q._cache.get(key)
+    if found is None:
+        found = q._cache[key] = qrels_fingerprint(q)
+    return found  # type: ignore[no-any-return]
+
+
+def _subset_run(run: Any, wanted: set[str]) -> Any:
+    """The run limited to the queries in ``wanted`` (its errors, name and config kept)."""
+    if isinstance(run, Run):
+        part = Run(name=run.name, config=run.config)
+        part._data = {q: v for q, v in run._data.items() if q in wanted}
+        part.errors = {q: m for q, m in run.errors.items() if q in wanted}
+        part.duplicates = {q: n for q, n in run.duplicates.items() if q in wanted}
+        part.latency = {q: t for q, t in run.latency.items() if q in wanted}
+        return part
+    if isinstance(run, Mapping):
+        return {q: v for q, v in run.items() if str(q) in wanted}
+    raise InputError(f"run: expected a Run or a dict, found {type(run).__name__}")
+
+
+def _evaluate_block(
+    qrels: Any,
+    run: Any,
+    metrics: Any,
+    queries: Iterable[str],
+    missing: MissingPolicy | None,
+    single_precision: bool,
+    check_ids: bool,
+    *,
+    fingerprint: tuple[str, int] | None = None,
+) -> Evaluation:
+    """``evaluate`` over one block of query ids, with the :class:`Partition` record the merge checks.
+
+    ``fingerprint`` (the whole qrels' fingerprint and query count) is given when ``qrels`` is already the
+    block's own part of the qrels (an executor cuts it once at the driver).
+    """
+    if isinstance(queries, str):
+        raise InputError("queries: expected an iterable of query ids, found a single str")
+    wanted = {str(q) for q in queries}
+    if isinstance(run, HitTable):
+        raise InputError("queries=: a HitTable is already cut to its queries; evaluate it whole")
+    whole = qrels.qrels if isinstance(qrels, GoldenSet) else _as_qrels(qrels)
+    if fingerprint is None:
+        fingerprint = (_qrels_fingerprint(whole), len(_as_qrels(qrels)))
+    if isinstance(qrels, GoldenSet):
+        block_qrels: Any = replace(qrels, queries=[q for q in qrels.queries if q.id in wanted])
+    else:
+        block_qrels = Qrels._trusted({q: d for q, d in whole._data.items() if q in wanted}, name=whole.name)
+    ev = evaluate(
+        block_qrels,
+        _subset_run(run, wanted),
+        metrics,
+        missing=missing,
+        single_precision=single_precision,
+        check_ids=check_ids,
+    )
+    ev.partition = Partition(fingerprint[0], fingerprint[1], single_precision)
+    return ev
+
+
+def _ordered_union(groups: Iterable[Iterable[str]]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(item for group in groups for item in group))
+
+
+def merge_evaluations(parts: Iterable[Evaluation], *, complete: bool = True) -> Evaluation:
+    """See :meth:`Evaluation.merge`."""
+    parts = list(parts)
+    if not parts:
+        raise InputError("Evaluation.merge: no evaluations to merge")
+    first = parts[0]
+    for i, ev in enumerate(parts):
+        if not isinstance(ev, Evaluation):
+            raise InputError(f"Evaluation.merge: parts[{i}] is a {type(ev).__name__}, not an Evaluation")
+        if ev.partition is None:
+            raise InputError(
+                f"Evaluation.merge: parts[{i}] was not made on a block of queries; evaluate each block with "
+                "evaluate(qrels, run, metrics, queries=block) so that its qrels and settings can be checked"
+            )
+        checks = [
+            ("qrels (fingerprint)", ev.partition.qrels_fingerprint, first.partition.qrels_fingerprint),  # type: ignore[union-attr]
+            ("metrics", [str(m) for m in ev.measures], [str(m) for m in first.measures]),
+            ("columns", list(ev.values), list(first.values)),
+            ("missing", ev.missing_policy, first.missing_policy),
+            ("single_precision", ev.partition.single_precision, first.partition.single_precision),  # type: ignore[union-attr]
+            ("run name", ev.run_name, first.run_name),
+        ]
+        for what, mine, theirs in checks:
+            if mine != theirs:
+                raise InputError(
+                    f"Evaluation.merge: parts[{i}] differs from parts[0] in its {what}: {mine!r} != {theirs!r}; "
+                    "only blocks of one evaluation merge"
+                )
+    owner: dict[str, int] = {}
+    for i, ev in enumerate(parts):
+        for qid in chain(ev.query_ids, ev.missing, ev.failed, ev.unjudged):
+            j = owner.setdefault(qid, i)
+            if j != i:
+                raise InputError(
+                    f"Evaluation.merge: query {qid!r} is in parts[{j}] and parts[{i}]; the blocks must be disjoint"
+                )
+    all_ids = [qid for ev in parts for qid in ev.query_ids]
+    order = sorted(range(len(all_ids)), key=all_ids.__getitem__)
+    query_ids = tuple(all_ids[i] for i in order)
+    missing = tuple(sorted(q for ev in parts for q in ev.missing))
+    failed = tuple(sorted(q for ev in parts for q in ev.failed))
+    covered = len(set(query_ids).union(missing, failed))
+    total = first.partition.qrels_queries  # type: ignore[union-attr]
+    if complete and covered != total:
+        raise InputError(
+            f"Evaluation.merge: the parts cover {covered} of the qrels' {total} queries; a block is missing "
+            "(complete=False merges them anyway)"
+        )
+    index = np.asarray(order, dtype=np.int64)
+    values = {
+        name: np.concatenate([np.asarray(ev.values[name], dtype=np.float64) for ev in parts])[index]
+        for name in first.values
+    }
+    return Evaluation(
+        measures=first.measures,
+        query_ids=query_ids,
+        values=values,
+        missing=missing,
+        failed=failed,
+        unjudged=tuple(sorted(q for ev in parts for q in ev.unjudged)),
+        no_relevant=tuple(sorted(q for ev in parts for q in ev.no_relevant)),
+        missing_policy=first.missing_policy,
+        run_name=first.run_name,
+        duplicates=sum(ev.duplicates for ev in parts),
+        table=_merge_tables(parts, query_ids),
+        notes=_ordered_union(ev.notes for ev in parts),
+    )
+
+
+def _merge_tables(parts: Sequence[Evaluation], query_ids: tuple[str, ...]) -> HitTable | None:
+    """The hit table of the whole from the parts' tables (None when a part has none)."""
+    tables = [ev.table for ev in parts]
+    if any(t is None for t in tables):
+        return None
+    position = {qid: i for i, qid in enumerate(query_ids)}
+    n_ret = np.zeros(len(query_ids), dtype=np.int64)
+    hit_query, hit_rank, hit_label, judged_query, judged_label = [], [], [], [], []
+    for t in tables:
+        assert t is not None
+        remap = np.fromiter((position[q] for q in t.query_ids), dtype=np.int64, count=len(t.query_ids))
+        n_ret[remap] = t.n_ret
+        hit_query.append(remap[t.hit_query])
+        hit_rank.append(t.hit_rank)
+        hit_label.append(t.hit_label)
+        judged_query.append(remap[t.judged_query])
+        judged_label.append(t.judged_label)
+    first = tables[0]
+    assert first is not None
+    jq = np.concatenate(judged_query).astype(first.judged_query.dtype, copy=False)
+    keep = np.argsort(jq, kind="stable")  # each query's judgments in its part's (the qrels') order
+    return HitTable(
+        query_ids=query_ids,
+        n_ret=n_ret.astype(first.n_ret.dtype, copy=False),
+        hit_query=np.concatenate(hit_query).astype(first.hit_query.dtype, copy=False),
+        hit_rank=np.concatenate(hit_rank).astype(first.hit_rank.dtype, copy=False),
+        hit_label=np.concatenate(hit_label).astype(first.hit_label.dtype, copy=False),
+        judged_query=jq[keep],
+        judged_label=np.concatenate(judged_label).astype(first.judged_label.dtype, copy=False)[keep],
+    )
