@@ -80,7 +80,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from rankbridge.errors import InputError, MissingExtraError, RankbridgeError
+from rankbridge import batch
+from rankbridge.batch import Failure
+from rankbridge.errors import BudgetExceededError, InputError, MissingExtraError
 from rankbridge.evaluate import Evaluation
 from rankbridge.integrations.answers import Answer, responses_of
 from rankbridge.types import GoldenSet, Run
@@ -630,10 +632,6 @@ def _ragas_fields(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # -- budget and failure recording -----------------------------------------------------------------
-class BudgetExceededError(RankbridgeError):
-    """The prompt or token budget of :func:`evaluate_ragas` ran out; later rows are not scored."""
-
-
 @dataclass(frozen=True)
 class Budget:
     """A limit on the model work one :func:`evaluate_ragas` call may do.
@@ -667,21 +665,35 @@ class Budget:
                 raise InputError(f"{name} must be an int >= 0 or None. Got {v!r} instead.")
 
 
-@dataclass
+#: The stop reasons of :class:`Budget`, in the bridge's words (prompts, not calls).
+_STOP_MESSAGES = {
+    "calls": "the budget of {limit} prompts is used up",
+    "tokens": "the budget of {limit} tokens is used up ({used} used)",
+}
+
+
 class _Usage:
-    budget: Budget | None
-    prompts: int = 0
-    tokens: int = 0
-    tokens_reported: bool = False
+    """The prompts and tokens of one evaluation, on the batch engine's :class:`~rankbridge.batch.Budget`.
+
+    RAGAS runs its own jobs and retries; the bridge counts each RAGAS prompt as one call of the budget
+    (checked before the prompt starts, so ``max_prompts`` is exact) and adds the tokens the model reports.
+    """
+
+    def __init__(self, budget: Budget | None) -> None:
+        limits = budget or Budget()
+        self.meter = batch.Budget(limits.max_prompts, limits.max_tokens, messages=_STOP_MESSAGES)
+        self.tokens_reported = False
+
+    @property
+    def prompts(self) -> int:
+        return self.meter.calls
+
+    @property
+    def tokens(self) -> int:
+        return self.meter.tokens
 
     def on_prompt(self) -> None:
-        b = self.budget
-        if b is not None:
-            if b.max_prompts is not None and self.prompts >= b.max_prompts:
-                raise BudgetExceededError(f"the budget of {b.max_prompts} prompts is used up")
-            if b.max_tokens is not None and self.tokens >= b.max_tokens:
-                raise BudgetExceededError(f"the budget of {b.max_tokens} tokens is used up ({self.tokens} used)")
-        self.prompts += 1
+        self.meter.admit()  # raises BudgetExceededError into RAGAS, which fails that prompt's row
 
     def on_llm_result(self, response: Any) -> None:
         total = 0
@@ -696,17 +708,19 @@ class _Usage:
                     if isinstance(meta, Mapping) and isinstance(meta.get("total_tokens"), int):
                         total += int(meta["total_tokens"])
         if total:
-            self.tokens += total
+            self.meter.charge(tokens=total)
             self.tokens_reported = True
 
 
-def _describe_error(error: BaseException) -> str:
+def _failure(error: BaseException) -> Failure:
+    """A metric's error on one row, as the batch engine's typed failure."""
     if isinstance(error, BudgetExceededError):
-        return f"budget: {error}"
+        return Failure(batch.BUDGET, str(error))
     if isinstance(error, (TimeoutError, asyncio.TimeoutError)):
-        return "timeout: the metric did not finish within the timeout"
+        return Failure(batch.TIMEOUT, "the metric did not finish within the timeout")
     text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return f"error: {type(error).__name__}" + (f": {text[:300]}" if text else "")
+    detail = type(error).__name__ + (f": {text[:300]}" if text else "")
+    return Failure(batch.ERROR, detail, rate_limited=batch.is_rate_limited(error))
 
 
 def _make_recorder(usage: _Usage) -> Any:
@@ -718,7 +732,7 @@ def _make_recorder(usage: _Usage) -> Any:
 
         def __init__(self) -> None:
             self.nodes: dict[Any, tuple[str, str | None, Any, Any]] = {}
-            self.errors: dict[tuple[int, str], str] = {}
+            self.errors: dict[tuple[int, str], Failure] = {}
 
         def on_chain_start(
             self,
@@ -748,7 +762,7 @@ def _make_recorder(usage: _Usage) -> Any:
                 if up is None:
                     return
                 if up[0] == "row" and isinstance(up[2], int):
-                    self.errors.setdefault((up[2], node[1]), _describe_error(error))
+                    self.errors.setdefault((up[2], node[1]), _failure(error))
                     return
                 parent = up[3]
 
@@ -1149,7 +1163,7 @@ def _collect(
             scores.setdefault(pl.column, {})[qid] = _as_float(row_scores.get(name))
             err = recorder.errors.get((i, name))
             if err is not None:
-                errors.setdefault(pl.column, {})[qid] = err
+                errors.setdefault(pl.column, {})[qid] = err.text
 
 
 def _finish(p: _Prepared, scores: dict[str, dict[str, float]], errors: dict[str, dict[str, str]]) -> RagasEvaluation:
