@@ -31,12 +31,12 @@ Examples
 
 from __future__ import annotations
 
-import concurrent.futures
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rankbridge import batch
 from rankbridge.errors import InputError
 from rankbridge.types import GoldenSet, Hit, Query, Run
 
@@ -316,18 +316,20 @@ def generate_answers(
             return Answer(None, error=f"error: {type(exc).__name__}: {exc}", latency=time.perf_counter() - start)
         return Answer(text, texts, ids, latency=time.perf_counter() - start)
 
-    results: dict[str, Answer] = {}
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(max_workers, max(1, len(questions))))
-    try:
-        futures = [(qid, pool.submit(one, text)) for qid, text in questions]
-        for qid, fut in futures:
-            try:
-                results[qid] = fut.result(timeout=timeout)
-            except concurrent.futures.TimeoutError:
-                results[qid] = Answer(None, error=f"timeout: no answer within {timeout} s", latency=timeout)
-    finally:
-        pool.shutdown(wait=timeout is None, cancel_futures=True)
-    return Answers(results, name=name)
+    done: dict[str, Answer] = {}
+
+    def record(outcome: batch.Outcome) -> None:
+        if outcome.failure is None:
+            done[outcome.key] = outcome.value
+        elif outcome.failure.kind == batch.TIMEOUT:  # the call cannot be stopped: it finishes unseen
+            done[outcome.key] = Answer(None, error=f"timeout: no answer within {timeout} s", latency=timeout)
+        else:  # raised past `one` (SystemExit from the pipeline)
+            done[outcome.key] = Answer(None, error=outcome.failure.message, latency=outcome.latency)
+
+    # not retried: the pipeline's LLM call may have side effects, and it costs
+    policy = batch.Policy(concurrency=max_workers, timeout=timeout, retries=0)
+    batch.run_sync([batch.Task(qid, text) for qid, text in questions], one, record, policy, callee="the pipeline")
+    return Answers({qid: done[qid] for qid, _ in questions}, name=name)
 
 
 def responses_of(responses: Mapping[str, str | Answer] | None) -> dict[str, Answer]:
