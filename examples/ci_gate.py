@@ -2,7 +2,7 @@
 
 The gate fails only when the metric dropped by more than ``max_drop`` *and* a paired test on the
 per-query values says the drop is real -- so it neither lets a regression through nor flakes on noise.
-Shown twice: from Python (:func:`rankbridge.gate.gate`) and as the command a CI job runs
+Shown twice: from Python (:func:`rankbridge.gate`) and as the command a CI job runs
 (``rankbridge gate``, exit code 1 on a failed gate). In a test suite, use the pytest plugin's
 ``rankbridge_gate`` fixture instead (see examples/README.md).
 
@@ -20,7 +20,7 @@ from pathlib import Path
 from vitamins import CORPUS, golden_set  # the examples' shared tiny golden set
 
 import rankbridge as rb
-from rankbridge.gate import gate
+from rankbridge.analysis import gate
 from rankbridge.io import write_qrels, write_run
 
 

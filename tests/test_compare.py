@@ -1,4 +1,4 @@
-"""rankbridge.compare: compare(), slices(), failures() and the ``compare`` subcommand on toy runs."""
+"""rankbridge.analysis: compare(), slices(), failures() and the ``compare`` subcommand on toy runs."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 import rankbridge as rb
-from rankbridge.cli.compare import add_cli
-from rankbridge.compare import (
+from rankbridge.analysis import (
     Comparison,
     compare,
     failures,
     slices,
 )
+from rankbridge.cli.compare import add_cli
 from rankbridge.errors import InputError
 from rankbridge.metrics.stats import holm, paired_t_test, permutation_test, wilcoxon_test
 from rankbridge.types import GoldenSet, Qrels, Query, Run

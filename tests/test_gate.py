@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import rankbridge as rb
+from rankbridge.analysis import EXIT_FAILED, EXIT_PASSED, GateResult, assert_retrieval_quality, gate
 from rankbridge.cli import main
 from rankbridge.errors import InputError
-from rankbridge.gate import EXIT_FAILED, EXIT_PASSED, GateResult, assert_retrieval_quality, gate
 from rankbridge.io import write_qrels, write_run
 from rankbridge.store import RunStore
 

@@ -17,9 +17,8 @@ import pytest
 
 import rankbridge as rb
 from rankbridge import GoldenSet
-from rankbridge.compare import compare, slices
+from rankbridge.analysis import compare, gate, slices
 from rankbridge.errors import InputError, MetricError
-from rankbridge.gate import gate
 from rankbridge.metrics import stats
 from rankbridge.metrics.measures import (
     JOINED_COLUMNS,

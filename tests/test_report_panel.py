@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rankbridge.compare import compare
+from rankbridge.analysis import compare
 from rankbridge.evaluate import evaluate
 from rankbridge.reports import Report, build_report, plain_reading
 from rankbridge.reports.markdown import escape as md_escape

@@ -16,7 +16,7 @@ import pytest
 
 import rankbridge as rb
 from rankbridge import GoldenSet
-from rankbridge.compare import Comparison, compare
+from rankbridge.analysis import Comparison, compare
 from rankbridge.errors import InputError
 from rankbridge.reports import build_report
 from rankbridge.reports.model import Report, fmt_ci, fmt_diff, fmt_p, fmt_value

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from rankbridge.analysis import compare, failures
 from rankbridge.cli import main
-from rankbridge.compare import compare, failures
 from rankbridge.errors import InputError, MissingExtraError
 from rankbridge.evaluate import Evaluation, evaluate
 from rankbridge.reports import Report, build_report, plain_reading

@@ -11,9 +11,20 @@ Examples
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
-from rankbridge.compare import Comparison, compare, failures, slices
+from rankbridge._version import __version__
+from rankbridge.analysis import (
+    Comparison,
+    GateResult,
+    assert_retrieval_quality,
+    compare,
+    failures,
+    gate,
+    slices,
+)
 from rankbridge.errors import (
     CheckpointError,
     IdMismatchError,
@@ -25,7 +36,6 @@ from rankbridge.errors import (
     RetrievalError,
 )
 from rankbridge.evaluate import Evaluation, evaluate
-from rankbridge.gate import GateResult, assert_retrieval_quality, gate
 from rankbridge.io import load_qrels, load_run
 from rankbridge.metrics import Measure, parse_measure
 from rankbridge.types import GoldenSet, Hit, Qrels, Query, Run
@@ -40,11 +50,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; loaded lazil
     from rankbridge.runner import RunSummary, arun_retriever, run_retriever, summarize
     from rankbridge.store import RunStore
 
-__version__ = "0.1.0"
-
 # Names served on first use, so `import rankbridge` stays light (no asyncio, threads, sqlite, frameworks).
-# (compare and gate are imported above instead: they share their names with their modules, and importing
-# the module `rankbridge.compare` anywhere would otherwise leave `rankbridge.compare` bound to the module.)
+# (compare and gate are imported above instead: they share their names with the deprecated modules
+# rankbridge.compare and rankbridge.gate; see _Package below.)
 _LAZY = {
     "adapt": "rankbridge.adapters",
     "arun_app": "rankbridge.apps",
@@ -73,6 +81,23 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY_MODULES:
         return importlib.import_module(f"rankbridge.{name}")
     raise AttributeError(f"module 'rankbridge' has no attribute {name!r}")
+
+
+_FUNCTIONS_NAMED_LIKE_MODULES = frozenset({"compare", "gate"})
+
+
+class _Package(types.ModuleType):
+    """The package's module type: importing a submodule binds it on its package (``rankbridge.gate = <module>``)
+    once it is loaded; the deprecated modules ``rankbridge.compare`` and ``rankbridge.gate`` must not replace
+    the functions of the same names."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _FUNCTIONS_NAMED_LIKE_MODULES and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __dir__() -> list[str]:

@@ -375,7 +375,7 @@ def run_demo(
     embed_model:
         A LlamaIndex embedding to use instead of WordLlama (tests pass the trigram double).
     """
-    from rankbridge.compare import compare, failures, slices
+    from rankbridge.analysis import compare, failures, slices
     from rankbridge.evaluate import evaluate
     from rankbridge.fusion import reciprocal_rank_fusion
     from rankbridge.io.jsonl import write_run_jsonl

@@ -221,7 +221,7 @@ class Evaluation:
 
     def _repr_html_(self) -> str | None:
         """Notebook display: a one-run report (means with intervals, readings) as an HTML fragment."""
-        from rankbridge.compare import compare
+        from rankbridge.analysis import compare
         from rankbridge.reports import build_report
 
         cmp = compare({self.run_name: self}, None, self.metric_names[: len(self.measures)], n_resamples=2000)

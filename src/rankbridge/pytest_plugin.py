@@ -2,7 +2,7 @@
 
 Installed with rankbridge (entry point ``pytest11``: ``rankbridge``), it adds:
 
-* :func:`assert_retrieval_quality` -- a plain assertion helper (also in :mod:`rankbridge.gate`);
+* :func:`assert_retrieval_quality` -- a plain assertion helper (also in :mod:`rankbridge.analysis`);
 * the ``rankbridge_gate`` fixture -- a :class:`RankbridgeGate` bound to a run history file, which
   gates a run against a named baseline, and with ``--rankbridge-update-baseline`` saves it as the new
   baseline instead (like a snapshot update);
@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from rankbridge.analysis import GateResult
     from rankbridge.evaluate import Evaluation
-    from rankbridge.gate import GateResult
     from rankbridge.store import RunStore
 
 __all__ = ["BaselineUpdate", "RankbridgeGate", "assert_retrieval_quality", "rankbridge_gate"]
@@ -57,7 +57,7 @@ _RESULTS = pytest.StashKey[list[tuple[str, str]]]()
 
 
 def assert_retrieval_quality(*args: Any, **kwargs: Any) -> Evaluation:
-    """:func:`rankbridge.gate.assert_retrieval_quality` (imported on first call); same parameters.
+    """:func:`rankbridge.analysis.assert_retrieval_quality` (imported on first call); same parameters.
 
     Examples
     --------
@@ -65,7 +65,7 @@ def assert_retrieval_quality(*args: Any, **kwargs: Any) -> Evaluation:
     >>> assert_retrieval_quality({"q1": ["a"], "q2": ["b"]}, qrels, metric="mrr", min_value=0.5).mean
     {'mrr': 1.0}
     """
-    from rankbridge.gate import assert_retrieval_quality as check
+    from rankbridge.analysis import assert_retrieval_quality as check
 
     return check(*args, **kwargs)
 
@@ -145,8 +145,8 @@ class RankbridgeGate:
         than ``max_drop`` and the drop is significant, when the mean is below ``min_value``, or when the
         named baseline does not exist yet (run pytest with ``--rankbridge-update-baseline`` to create it).
         """
+        from rankbridge.analysis.quality_gate import _qrels_of, assert_retrieval_quality, gate
         from rankbridge.evaluate import evaluate
-        from rankbridge.gate import _qrels_of, assert_retrieval_quality, gate
         from rankbridge.metrics.measures import parse_measure
         from rankbridge.types import Run
 

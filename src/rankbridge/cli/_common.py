@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rankbridge.gate import EXIT_FAILED
+from rankbridge.analysis import EXIT_FAILED
 from rankbridge.io import load_qrels, read_golden
 from rankbridge.io._open import open_text
 from rankbridge.judge.llm import CallPolicy

@@ -6,6 +6,10 @@ import argparse
 import json
 from typing import Any
 
+from rankbridge._numbers import fmt_ci as _fmt_ci
+from rankbridge._numbers import fmt_number as _fmt
+from rankbridge._numbers import fmt_p as _fmt_p
+from rankbridge.analysis import Comparison, compare
 from rankbridge.cli._common import (
     add_run_arguments,
     add_test_arguments,
@@ -13,7 +17,6 @@ from rankbridge.cli._common import (
     split_metric_args,
     unique_run_names,
 )
-from rankbridge.compare import Comparison, _fmt, _fmt_ci, _fmt_p, compare
 from rankbridge.io import load_run
 from rankbridge.metrics.measures import parse_measures
 

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rankbridge.analysis import EXIT_FAILED, EXIT_PASSED, gate
 from rankbridge.cli._common import JUDGMENTS_HELP, load_judgments
 from rankbridge.errors import InputError
 from rankbridge.evaluate import evaluate
-from rankbridge.gate import EXIT_FAILED, EXIT_PASSED, gate
 from rankbridge.io import load_run
 from rankbridge.metrics.measures import column_facts, column_name
 from rankbridge.store import DEFAULT_STORE_PATH, RunStore

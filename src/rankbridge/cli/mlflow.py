@@ -10,6 +10,7 @@ import argparse
 import json
 from typing import Any
 
+from rankbridge.analysis import Comparison, compare
 from rankbridge.cli._common import (
     JUDGMENTS_HELP,
     add_test_arguments,
@@ -17,7 +18,6 @@ from rankbridge.cli._common import (
     split_metric_args,
     unique_run_names,
 )
-from rankbridge.compare import Comparison, compare
 from rankbridge.evaluate import Evaluation, evaluate
 from rankbridge.integrations.mlflow import DEFAULT_EXPERIMENT, log_evaluation
 from rankbridge.io import load_run

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rankbridge.analysis import compare
 from rankbridge.cli._common import (
     add_run_arguments,
     add_test_arguments,
@@ -15,7 +16,6 @@ from rankbridge.cli._common import (
     split_metric_args,
     unique_run_names,
 )
-from rankbridge.compare import compare
 from rankbridge.errors import InputError
 from rankbridge.io import load_run
 from rankbridge.metrics.measures import parse_measures

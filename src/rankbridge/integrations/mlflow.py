@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, cast
 from rankbridge.errors import InputError, MissingExtraError, RankbridgeError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rankbridge.compare import Comparison
+    from rankbridge.analysis import Comparison
     from rankbridge.evaluate import Evaluation
     from rankbridge.metrics.stats import CIMethod
     from rankbridge.reports import Report
@@ -254,7 +254,7 @@ def _evaluation_intervals(
     """A one-run comparison (for the report and the ranking measures' intervals) and every column's interval."""
     import numpy as np
 
-    from rankbridge.compare import compare
+    from rankbridge.analysis import compare
     from rankbridge.errors import MetricError
     from rankbridge.metrics.measures import column_facts
     from rankbridge.metrics.stats import confidence_intervals
@@ -366,7 +366,7 @@ def _payload(
     max_param_length: int,
 ) -> _Payload:
     from rankbridge import __version__
-    from rankbridge.compare import Comparison
+    from rankbridge.analysis import Comparison
     from rankbridge.evaluate import Evaluation
     from rankbridge.fingerprint import qrels_fingerprint, query_set_fingerprint
     from rankbridge.types import GoldenSet
@@ -641,7 +641,7 @@ def log_evaluation(
     RankbridgeError
         MLflow refused to log (the message carries MLflow's).
     """
-    from rankbridge.compare import Comparison
+    from rankbridge.analysis import Comparison
     from rankbridge.evaluate import Evaluation
 
     if not isinstance(result, (Evaluation, Comparison)):

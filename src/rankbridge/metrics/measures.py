@@ -525,7 +525,7 @@ def parse_measures(texts: str | Measure | Iterable[str | Measure]) -> list[Measu
 
 @dataclass(frozen=True)
 class ColumnFacts:
-    """What :func:`~rankbridge.compare.compare`, :func:`~rankbridge.compare.slices`, :func:`~rankbridge.gate`
+    """What :func:`~rankbridge.analysis.compare`, :func:`~rankbridge.analysis.slices`, :func:`~rankbridge.analysis.gate`
     and the reports need to know about one column of :attr:`Evaluation.values <rankbridge.Evaluation.values>`.
 
     Attributes

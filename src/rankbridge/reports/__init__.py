@@ -1,6 +1,6 @@
 """Reports: one pure-data model (:class:`Report`), rendered to the terminal, Markdown, HTML and JSON.
 
->>> from rankbridge.compare import compare                                     # doctest: +SKIP
+>>> from rankbridge.analysis import compare                                     # doctest: +SKIP
 >>> report = build_report(compare(runs, qrels, ["ndcg@10", "mrr@10"]), runs=runs)  # doctest: +SKIP
 >>> report.save("report.html")     # one self-contained file with plots           # doctest: +SKIP
 >>> report.print()                 # rich tables in the terminal                  # doctest: +SKIP
@@ -12,7 +12,7 @@ The ``rankbridge report`` command (:mod:`rankbridge.cli.report`) builds a report
 
 Examples
 --------
->>> from rankbridge.compare import compare
+>>> from rankbridge.analysis import compare
 >>> qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
 >>> cmp = compare({"bm25": {"q1": ["d1"], "q2": ["x", "d2"]}}, qrels, ["mrr@10"])
 >>> build_report(cmp, generated_at="2024-01-01").headlines[0].reading

@@ -8,7 +8,7 @@ that came from data (questions, chunk texts, run and category names) is escaped 
 
 Examples
 --------
->>> from rankbridge.compare import compare
+>>> from rankbridge.analysis import compare
 >>> from rankbridge.reports import build_report
 >>> cmp = compare({"<b>bm25</b>": {"q1": ["d1"]}}, {"q1": {"d1": 1}}, ["P@1"])
 >>> page = render(build_report(cmp, generated_at="2024-01-01"), plots=False)

@@ -3,7 +3,7 @@
 Examples
 --------
 >>> import json
->>> from rankbridge.compare import compare
+>>> from rankbridge.analysis import compare
 >>> from rankbridge.reports import build_report
 >>> cmp = compare({"a": {"q1": ["d1"]}}, {"q1": {"d1": 1}}, ["P@1"])
 >>> data = json.loads(render(build_report(cmp, generated_at="2024-01-01")))

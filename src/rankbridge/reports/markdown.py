@@ -6,7 +6,7 @@ renderers that allow raw HTML.
 
 Examples
 --------
->>> from rankbridge.compare import compare
+>>> from rankbridge.analysis import compare
 >>> from rankbridge.reports import build_report
 >>> cmp = compare({"a|b": {"q1": ["d1"]}}, {"q1": {"d1": 1}}, ["P@1"])
 >>> md = render(build_report(cmp, generated_at="2024-01-01"))

@@ -1,6 +1,6 @@
 """The report model: one pure-data object that every report format is drawn from.
 
-:func:`build_report` turns a :class:`~rankbridge.compare.Comparison` (plus, optionally, failure lists,
+:func:`build_report` turns a :class:`~rankbridge.analysis.Comparison` (plus, optionally, failure lists,
 per-category slices and a trend from the run history) into a :class:`Report`: frozen dataclasses holding
 only strings, numbers, tuples and dicts. Nothing here draws or imports a drawing library; the renderers
 (:mod:`.terminal`, :mod:`.markdown`, :mod:`.html`, :mod:`.json`) read the model and nothing else.
@@ -19,7 +19,7 @@ What a report holds:
 
 Examples
 --------
->>> from rankbridge.compare import compare
+>>> from rankbridge.analysis import compare
 >>> qrels = {f"q{i}": {f"d{i}": 1} for i in range(10)}
 >>> bm25 = {f"q{i}": [f"x{i}", f"d{i}"] for i in range(10)}       # relevant chunk at rank 2
 >>> dense = {f"q{i}": [f"d{i}", f"x{i}"] for i in range(10)}      # relevant chunk at rank 1
@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from rankbridge.compare import Comparison, FailedQuery, Failures, QueryRow, SliceTable
-from rankbridge.compare import failures as compute_failures
+from rankbridge.analysis import Comparison, FailedQuery, Failures, QueryRow, SliceTable
+from rankbridge.analysis import failures as compute_failures
 from rankbridge.errors import InputError
 from rankbridge.evaluate import Evaluation, evaluate
 from rankbridge.metrics.measures import Measure, parse_measure
@@ -839,7 +839,7 @@ class PerQuerySection:
     total:
         The questions of the comparison.
     rows:
-        :class:`~rankbridge.compare.QueryRow` s (question text shortened); a NaN value is an unscored cell,
+        :class:`~rankbridge.analysis.QueryRow` s (question text shortened); a NaN value is an unscored cell,
         its reason in ``reasons``.
     unscored:
         ``unscored[metric]`` -- unscored cells of that metric over all questions and runs.
@@ -1074,7 +1074,7 @@ class Report:
     queries:
         Best and worst queries per run.
     failures:
-        Failure lists per run, when runs or a :class:`~rankbridge.compare.Failures` were given.
+        Failure lists per run, when runs or a :class:`~rankbridge.analysis.Failures` were given.
     unsolved:
         Queries no run has a relevant chunk for in its top ``failures_k``.
     failures_k:
@@ -1147,7 +1147,7 @@ class Report:
 
         Examples
         --------
-        >>> from rankbridge.compare import compare
+        >>> from rankbridge.analysis import compare
         >>> cmp = compare({"a": {"q1": ["d1"]}, "b": {"q1": ["x"]}}, {"q1": {"d1": 1}}, ["P@1"])
         >>> [(r.run, r.mean.estimate) for r in build_report(cmp).rows("precision@1")]
         [('a', 1.0), ('b', 0.0)]
@@ -2209,9 +2209,9 @@ def build_report(
     Parameters
     ----------
     comparison:
-        From :func:`rankbridge.compare.compare` (one run is fine).
+        From :func:`rankbridge.analysis.compare` (one run is fine).
     failures:
-        From :func:`rankbridge.compare.failures`; computed here when ``runs`` and judgments are given.
+        From :func:`rankbridge.analysis.failures`; computed here when ``runs`` and judgments are given.
     slices:
         ``{run: SliceTable}`` (as :meth:`Comparison.slices` returns) or one run's table; computed here by
         ``by`` when the golden set has categories (or the metadata field ``by``).
@@ -2272,7 +2272,7 @@ def build_report(
 
     Examples
     --------
-    >>> from rankbridge.compare import compare
+    >>> from rankbridge.analysis import compare
     >>> qrels = {"q1": {"a": 3, "b": 1}, "q2": {"c": 2}}
     >>> cmp = compare({"bm25": {"q1": ["b", "a"], "q2": ["x", "c"]}}, qrels, ["hit_rate@1", "mrr@10"])
     >>> report = build_report(cmp, generated_at="2024-05-01T00:00:00+00:00")

@@ -8,7 +8,7 @@ is drawn literally.
 
 Examples
 --------
->>> from rankbridge.compare import compare
+>>> from rankbridge.analysis import compare
 >>> from rankbridge.reports import build_report
 >>> cmp = compare({"a": {"q1": ["d1"]}, "b": {"q1": ["x"]}}, {"q1": {"d1": 1}}, ["P@1"])
 >>> svgs = render_plots(build_report(cmp, generated_at="2024-01-01"))

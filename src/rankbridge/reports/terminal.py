@@ -5,7 +5,7 @@ Strings from data go into rich ``Text`` objects, never into markup, so a query h
 
 Examples
 --------
->>> from rankbridge.compare import compare
+>>> from rankbridge.analysis import compare
 >>> from rankbridge.reports import build_report
 >>> cmp = compare({"bm25": {"q1": ["x", "d1"]}}, {"q1": {"d1": 1}}, ["mrr@10"])
 >>> text = render_text(build_report(cmp, generated_at="2024-01-01"))
