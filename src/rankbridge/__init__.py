@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-import types
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from rankbridge._version import __version__
@@ -86,13 +86,13 @@ def __getattr__(name: str) -> Any:
 _FUNCTIONS_NAMED_LIKE_MODULES = frozenset({"compare", "gate"})
 
 
-class _Package(types.ModuleType):
+class _Package(ModuleType):
     """The package's module type: importing a submodule binds it on its package (``rankbridge.gate = <module>``)
     once it is loaded; the deprecated modules ``rankbridge.compare`` and ``rankbridge.gate`` must not replace
     the functions of the same names."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in _FUNCTIONS_NAMED_LIKE_MODULES and isinstance(value, types.ModuleType):
+        if name in _FUNCTIONS_NAMED_LIKE_MODULES and isinstance(value, ModuleType):
             return
         super().__setattr__(name, value)
 
