@@ -74,7 +74,7 @@ from typing import Any
 
 import numpy as np
 
-from rankbridge.callbacks import Recorder, capture
+from rankbridge.capture import Recorder, capture
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 START, END = "<!-- capture:start -->", "<!-- capture:end -->"
@@ -281,7 +281,7 @@ def noop_switch(framework: str) -> tuple[Callable[[], None], Callable[[], None]]
     from langchain_core.callbacks import BaseCallbackHandler
     from langchain_core.tracers.context import register_configure_hook
 
-    from rankbridge.callbacks.langchain import _configuring_retriever
+    from rankbridge.frameworks.langchain.capture import _configuring_retriever
 
     class Noop(BaseCallbackHandler):
         run_inline = True
@@ -531,7 +531,7 @@ def handler_floor_golden(docs: dict[str, str], *, reps: int, n: int) -> dict[str
     from llama_index.core.base.response.schema import Response
     from llama_index.core.schema import NodeWithScore, QueryBundle
 
-    from rankbridge.callbacks.llamaindex import RankbridgeSpanHandler, _Tap
+    from rankbridge.frameworks.llamaindex.capture import RankbridgeSpanHandler, _Tap
 
     class FloorRetriever(BaseRetriever):  # type: ignore[misc]
         def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -580,7 +580,7 @@ def handler_floor(docs: dict[str, str], *, reps: int, n: int) -> dict[str, float
     out: dict[str, float] = {}
     from langchain_core.documents import Document
 
-    from rankbridge.callbacks.langchain import RankbridgeCallbackHandler
+    from rankbridge.frameworks.langchain.capture import RankbridgeCallbackHandler
 
     lc_docs = [Document(page_content=t, id=d) for d, t in list(docs.items())[:10]]
     lc_times = []
@@ -603,7 +603,7 @@ def handler_floor(docs: dict[str, str], *, reps: int, n: int) -> dict[str, float
     from llama_index.core.base.response.schema import Response
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-    from rankbridge.callbacks.llamaindex import RankbridgeSpanHandler, _Tap
+    from rankbridge.frameworks.llamaindex.capture import RankbridgeSpanHandler, _Tap
 
     class FloorRetriever(BaseRetriever):  # type: ignore[misc]
         def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

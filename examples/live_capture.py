@@ -1,6 +1,6 @@
 """Live capture: record the retrievals a running app makes, then score them -- no change to the app.
 
-``rankbridge.callbacks.capture()`` attaches to LlamaIndex instrumentation and LangChain callbacks, lets
+``rankbridge.capture()`` attaches to LlamaIndex instrumentation and LangChain callbacks, lets
 the app run as usual, and hands back what each retriever returned as a :class:`rankbridge.Run`. Captured
 questions are matched to the golden set by id when the app passes one, else by their text.
 
@@ -23,7 +23,7 @@ from llama_index.retrievers.bm25 import BM25Retriever
 from vitamins import CORPUS, QUESTIONS, golden_set  # the examples' shared tiny golden set
 
 import rankbridge as rb
-from rankbridge.callbacks import capture, query_id
+from rankbridge.capture import capture, query_id
 
 
 def llamaindex_app() -> RetrieverQueryEngine:

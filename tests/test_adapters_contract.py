@@ -20,7 +20,7 @@ import pytest
 
 from capture_data import CORPUS
 from rankbridge import RetrievalError
-from rankbridge.adapters import CallableRetriever, LangChainRetriever, LlamaIndexRetriever, adapt
+from rankbridge.frameworks import CallableRetriever, LangChainRetriever, LlamaIndexRetriever, adapt
 from rankbridge.retriever import Retriever
 from rankbridge.runner import run_retriever
 

@@ -3,8 +3,8 @@
 Every object is built the way apps build them (``VectorStoreIndex.from_documents`` with UUID node ids,
 ``RetrieverQueryEngine.from_args`` with real postprocessors, ``BM25Retriever.from_documents``,
 ``ContextualCompressionRetriever`` with a real compressor, ``EnsembleRetriever``), and every expectation is
-computed by calling the framework itself. Checked at the level the runner drives (``_call`` / ``_acall`` +
-``_normalize_staged``) and end to end through :func:`rankbridge.run_retriever`.
+computed by calling the framework itself. Checked at the level the runner drives (``fetch`` / ``afetch`` +
+``normalize``) and end to end through :func:`rankbridge.run_retriever`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from capture_data import CORPUS, QUERIES
-from rankbridge.adapters import CallableRetriever, LangChainRetriever, LlamaIndexRetriever
-from rankbridge.adapters._base import DEFAULT_K, Staged
+from rankbridge.frameworks import CallableRetriever, LangChainRetriever, LlamaIndexRetriever
+from rankbridge.frameworks.base import DEFAULT_K, Staged
 from rankbridge.runner import run_retriever
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -32,12 +32,12 @@ def tokens(text: str) -> set[str]:
 
 def staged(adapter: Any, query: str, k: int | None) -> tuple[list[Any], dict[str, list[Any]]]:
     """What the runner gets for one query: the final hits and each stage's hits."""
-    hits, _, stages = adapter._normalize_staged(adapter._call(query, k), k)
+    hits, _, stages = adapter.normalize(adapter.fetch(query, k), k)
     return hits, stages
 
 
 def astaged(adapter: Any, query: str, k: int | None) -> tuple[list[Any], dict[str, list[Any]]]:
-    hits, _, stages = adapter._normalize_staged(asyncio.run(adapter._acall(query, k)), k)
+    hits, _, stages = adapter.normalize(asyncio.run(adapter.afetch(query, k)), k)
     return hits, stages
 
 
@@ -223,7 +223,7 @@ def test_query_engine_retrieves_once_with_the_engines_own_events(li: Any) -> Non
         engine.retrieve(QueryBundle(QUERIES["q1"]))
         direct = list(log)
         log.clear()
-        r._call(QUERIES["q1"], None)
+        r.fetch(QUERIES["q1"], None)
         adapted = list(log)
     finally:
         d.event_handlers.remove(events)
@@ -235,7 +235,7 @@ def test_query_engine_retrieves_once_with_the_engines_own_events(li: Any) -> Non
 
 def test_retrieved_stage_is_a_snapshot_before_in_place_rescoring(li: Any) -> None:
     engine = _engines(li)["as_query_engine+reranker"]
-    raw = LlamaIndexRetriever(engine)._call(QUERIES["q1"], None)
+    raw = LlamaIndexRetriever(engine).fetch(QUERIES["q1"], None)
     assert isinstance(raw, Staged)
     before = _ref_ids(engine.retriever.retrieve(QUERIES["q1"]))
     assert _ref_ids(raw.stages["retrieved"]) == before  # cosine scores, not the reranker's
@@ -453,9 +453,9 @@ def test_wrapper_call_shows_tracing_the_same_runs_and_runs_each_retriever_once(l
             obj.invoke(QUERIES["q2"])
         r = LangChainRetriever(obj, id_from="metadata:doc_id")
         with collect_runs() as adapted:
-            r._call(QUERIES["q2"], None)
+            r.fetch(QUERIES["q2"], None)
         with collect_runs() as adapted_async:
-            asyncio.run(r._acall(QUERIES["q2"], None))
+            asyncio.run(r.afetch(QUERIES["q2"], None))
         expected = [tree(run) for run in direct.traced_runs]
         assert len(expected) == 1 and expected[0][0] == type(obj).__name__
         assert [tree(run) for run in adapted.traced_runs] == expected
@@ -491,7 +491,7 @@ def test_langchain_adapter_works_without_langchain_classic() -> None:
         sys.modules["langchain_classic"] = None  # not installed
         from langchain_community.retrievers import BM25Retriever
         from langchain_core.documents import Document
-        from rankbridge.adapters import LangChainRetriever
+        from rankbridge.frameworks import LangChainRetriever
         r = LangChainRetriever(BM25Retriever.from_documents([Document(page_content="a b", id="d1")], k=1))
         print(r.configured_k, [h.doc_id for h in r.retrieve("a", 1)], "langchain_classic" in sys.modules)
         """

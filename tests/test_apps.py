@@ -62,14 +62,14 @@ def assert_detached() -> None:
     """No rankbridge handler is left on LangChain's configure hooks or LlamaIndex's dispatcher."""
     import sys
 
-    if "rankbridge.callbacks.langchain" in sys.modules:
-        from rankbridge.callbacks.langchain import _slots
+    if "rankbridge.frameworks.langchain.capture" in sys.modules:
+        from rankbridge.frameworks.langchain.capture import _slots
 
         assert all(s.handler is None for s in _slots)
-    if "rankbridge.callbacks.llamaindex" in sys.modules:
+    if "rankbridge.frameworks.llamaindex.capture" in sys.modules:
         from llama_index.core.instrumentation import get_dispatcher
 
-        from rankbridge.callbacks.llamaindex import RankbridgeSpanHandler
+        from rankbridge.frameworks.llamaindex.capture import RankbridgeSpanHandler
 
         assert not [h for h in get_dispatcher().span_handlers if isinstance(h, RankbridgeSpanHandler)]
 

@@ -28,7 +28,7 @@ import pytest
 
 from capture_data import CORPUS
 from rankbridge import Run
-from rankbridge.callbacks import CaptureRecord, capture, query_id
+from rankbridge.capture import CaptureRecord, capture, query_id
 
 #: the user's question -> the queries the scripted LLM sends to the search tool, one per step, before answering
 SCRIPT: dict[str, tuple[str, ...]] = {
@@ -510,7 +510,7 @@ def li_open_state() -> int:
     """Spans, retrievals and records the attached LlamaIndex taps still track (0 once every agent run is over)."""
     from llama_index.core.instrumentation import get_dispatcher
 
-    from rankbridge.callbacks.llamaindex import RankbridgeSpanHandler
+    from rankbridge.frameworks.llamaindex.capture import RankbridgeSpanHandler
 
     taps = [h.tap for h in get_dispatcher().span_handlers if isinstance(h, RankbridgeSpanHandler)]
     return sum(len(t._open) + len(t._waiting) for t in taps)
@@ -816,7 +816,7 @@ def test_langchain_failing_retriever_inside_an_agent(kind: str, trace: bool) -> 
 
 def lc_open_state() -> int:
     """Runs the attached LangChain taps still track (0 once every agent run is over)."""
-    from rankbridge.callbacks.langchain import _slots
+    from rankbridge.frameworks.langchain.capture import _slots
 
     taps = [s.handler._tap for s in _slots if s.handler is not None]
     return sum(len(t._open) + len(t._parents) for t in taps)

@@ -35,7 +35,7 @@ from llama_index.core.schema import TextNode
 import rankbridge
 from capture_data import CORPUS, GOLDEN, QRELS, QUERIES
 from rankbridge import GoldenSet, Query, Run, idmatch
-from rankbridge.callbacks import Capture, capture
+from rankbridge.capture import Capture, capture
 from rankbridge.errors import IdMismatchError
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")

@@ -31,9 +31,8 @@ from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrou
 import rankbridge
 from capture_data import CORPUS, GOLDEN, QRELS, QUERIES
 from rankbridge import Qrels, Run
-from rankbridge.callbacks import capture, query_id
-from rankbridge.callbacks._recorder import Recorder
-from rankbridge.callbacks.langchain import RankbridgeAsyncCallbackHandler, RankbridgeCallbackHandler
+from rankbridge.capture import Recorder, capture, query_id
+from rankbridge.frameworks.langchain.capture import RankbridgeAsyncCallbackHandler, RankbridgeCallbackHandler
 from rankbridge.io import read_run, read_run_jsonl
 
 
@@ -319,7 +318,7 @@ def test_unknown_stack_layout_falls_back_to_every_run(
     monkeypatch: pytest.MonkeyPatch, retriever: BM25Retriever
 ) -> None:
     """Another langchain_core release may configure runs differently: the handler then goes on every run."""
-    import rankbridge.callbacks.langchain as lc
+    import rankbridge.frameworks.langchain.capture as lc
 
     monkeypatch.setattr(lc, "_CONFIGURE", None)
     monkeypatch.setattr(lc, "_VERDICTS", {})

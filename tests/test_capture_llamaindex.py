@@ -35,7 +35,7 @@ from llama_index_instrumentation.dispatcher import instrument_tags
 
 from capture_data import CORPUS, GOLDEN, QUERIES
 from rankbridge import Run
-from rankbridge.callbacks import capture, query_id
+from rankbridge.capture import capture, query_id
 from rankbridge.io import read_run, read_run_jsonl
 
 
@@ -112,7 +112,7 @@ def test_query_engine_capture_equals_direct_calls(retriever: BM25Retriever) -> N
 def test_handlers_removed_on_exit(retriever: BM25Retriever) -> None:
     from llama_index.core.instrumentation.span_handlers import NullSpanHandler
 
-    from rankbridge.callbacks.llamaindex import RankbridgeSpanHandler
+    from rankbridge.frameworks.llamaindex.capture import RankbridgeSpanHandler
 
     d = get_dispatcher()
     before = (list(d.event_handlers), list(d.span_handlers))
@@ -469,7 +469,7 @@ def test_capture_from_another_thread_is_process_wide(retriever: BM25Retriever) -
 
 
 def test_light_records_keep_no_nodes_and_read_like_the_nodes(retriever: BM25Retriever) -> None:
-    from rankbridge.callbacks._recorder import Snapshot
+    from rankbridge.capture import Snapshot
 
     class Shouting(TextNode):
         def get_content(self, metadata_mode: Any = None) -> str:  # type: ignore[override]
@@ -494,8 +494,8 @@ def test_light_records_keep_no_nodes_and_read_like_the_nodes(retriever: BM25Retr
 
 
 def test_text_node_fast_path_reads_like_the_generic_path() -> None:
-    from rankbridge.callbacks._recorder import CaptureRecord, Recorder
-    from rankbridge.callbacks.llamaindex import _scores, _snapshot_text_nodes
+    from rankbridge.capture import CaptureRecord, Recorder
+    from rankbridge.frameworks.llamaindex.capture import _scores, _snapshot_text_nodes
 
     nodes = [
         NodeWithScore(

@@ -31,11 +31,11 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.retrievers.bm25 import BM25Retriever
 
 from capture_data import CORPUS, GOLDEN, QUERIES
-from rankbridge.callbacks import Capture, CaptureRecord, QueryMatcher, Recorder, capture, query_id
-from rankbridge.callbacks import _llamaindex_common as common
-from rankbridge.callbacks import llamaindex_legacy as legacy
-from rankbridge.callbacks.llamaindex_legacy import RankbridgeLlamaIndexCallback, attach
+from rankbridge.capture import Capture, CaptureRecord, QueryMatcher, Recorder, capture, query_id
 from rankbridge.errors import InputError
+from rankbridge.frameworks.llamaindex import _capture_common as common
+from rankbridge.frameworks.llamaindex import capture_legacy as legacy
+from rankbridge.frameworks.llamaindex.capture_legacy import RankbridgeLlamaIndexCallback, attach
 
 Pairs = list[tuple[str, float | None]]
 
@@ -538,7 +538,7 @@ def test_capture_with_the_legacy_handler(nodes: list[TextNode], fresh_settings_m
 def test_auto_picks_the_legacy_handler_only_without_instrumentation(
     monkeypatch: pytest.MonkeyPatch, fresh_settings_manager: None
 ) -> None:
-    import rankbridge.callbacks as callbacks
+    import rankbridge.frameworks as callbacks
 
     assert capture()._frameworks[0] == "llamaindex"  # llama-index-core 0.14 has instrumentation
     monkeypatch.setattr(callbacks, "_has_instrumentation", lambda: False)

@@ -23,7 +23,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from rankbridge.callbacks import capture
+from rankbridge.capture import capture
 
 DIM = 1536
 K = 10
@@ -146,7 +146,7 @@ def test_content_hash_ids_keep_their_texts() -> None:
 
 
 def test_generic_snapshot_path_is_budgeted_too() -> None:
-    from rankbridge.callbacks._recorder import CaptureRecord, Recorder
+    from rankbridge.capture import CaptureRecord, Recorder
 
     class Doc:
         def __init__(self, id: str, page_content: str) -> None:
@@ -186,7 +186,7 @@ def test_cancelled_langchain_retrievals_are_recorded_and_leave_the_open_map(how:
     import asyncio
 
     pytest.importorskip("langchain_core")
-    from rankbridge.callbacks.langchain import RankbridgeAsyncCallbackHandler
+    from rankbridge.frameworks.langchain.capture import RankbridgeAsyncCallbackHandler
 
     retriever = _slow_retriever()
     handler = RankbridgeAsyncCallbackHandler()
@@ -201,7 +201,7 @@ def test_cancelled_langchain_retrievals_are_recorded_and_leave_the_open_map(how:
         await asyncio.sleep(0)  # done callbacks run in the next loop step
 
     if how == "capture":
-        from rankbridge.callbacks import langchain as lc
+        from rankbridge.frameworks.langchain import capture as lc
 
         with capture(frameworks=["langchain"]) as cap:
             tap = next(s.handler._tap for s in lc._slots if s.handler and s.handler._recorder is cap.recorder)
@@ -225,7 +225,7 @@ def test_finished_async_retrievals_leave_no_watch_behind() -> None:
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever as LcRetriever
 
-    from rankbridge.callbacks.langchain import RankbridgeAsyncCallbackHandler
+    from rankbridge.frameworks.langchain.capture import RankbridgeAsyncCallbackHandler
 
     class Quick(LcRetriever):
         def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
@@ -246,7 +246,7 @@ def test_finished_async_retrievals_leave_no_watch_behind() -> None:
 
 def test_configure_hook_never_raises_into_the_host() -> None:
     pytest.importorskip("langchain_core")
-    from rankbridge.callbacks import langchain as lc
+    from rankbridge.frameworks.langchain import capture as lc
 
     handler = lc.RankbridgeCallbackHandler()
     slot = lc._HookSlot()
@@ -274,7 +274,7 @@ def test_configure_hook_never_raises_into_the_host() -> None:
 def test_a_result_list_of_100k_is_copied_in_bounded_work() -> None:
     import copy
 
-    from rankbridge.callbacks._recorder import MAX_RESULTS, Snapshot
+    from rankbridge.capture import MAX_RESULTS, Snapshot
 
     node, hit = TextNode(text="t", id_="d"), NodeWithScore(node=TextNode(text="t", id_="d"), score=0.0)
     big = []
@@ -299,7 +299,7 @@ def test_a_result_list_of_100k_is_copied_in_bounded_work() -> None:
 
 
 def test_generic_path_cuts_long_lists_and_generators() -> None:
-    from rankbridge.callbacks._recorder import MAX_RESULTS, CaptureRecord, Recorder
+    from rankbridge.capture import MAX_RESULTS, CaptureRecord, Recorder
 
     rec = Recorder()
     r = CaptureRecord("test", "q", "r1", "Static")

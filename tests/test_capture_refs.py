@@ -29,10 +29,9 @@ from llama_index.core.schema import (
     TextNode,
 )
 
-from rankbridge.callbacks import Recorder, capture
-from rankbridge.callbacks._llamaindex_common import node_scores
-from rankbridge.callbacks._recorder import CaptureRecord, Snapshot
-from rankbridge.callbacks.llamaindex import _snapshot_text_nodes
+from rankbridge.capture import CaptureRecord, Recorder, Snapshot, capture
+from rankbridge.frameworks.llamaindex._capture_common import node_scores
+from rankbridge.frameworks.llamaindex.capture import _snapshot_text_nodes
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:The `__fields:DeprecationWarning"),

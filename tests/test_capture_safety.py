@@ -4,6 +4,7 @@ memory with a clear drop count, sampling, near-zero work when paused, no leaks, 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import subprocess
 import sys
 import time
@@ -14,8 +15,9 @@ import pytest
 
 from capture_data import CORPUS
 from rankbridge import InputError, MissingExtraError
-from rankbridge.callbacks import CaptureRecord, Recorder, capture
-from rankbridge.callbacks import _recorder as recorder_mod
+from rankbridge.capture import CaptureRecord, Recorder, capture
+
+recorder_mod = importlib.import_module("rankbridge.capture")  # the module (rankbridge.capture is the function)
 
 TEXTS = [f"{w} {i}" for i, w in enumerate(["scurvy vitamin", "citrus oranges", "dogs at night", "bread yeast"] * 5)]
 
@@ -23,7 +25,7 @@ TEXTS = [f"{w} {i}" for i, w in enumerate(["scurvy vitamin", "citrus oranges", "
 # -- import hygiene and validation (framework-free) -----------------------------------------------
 def test_import_does_not_import_frameworks() -> None:
     code = (
-        "import sys, rankbridge, rankbridge.callbacks; "
+        "import sys, rankbridge, rankbridge.capture; "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('llama_index', 'langchain_core', 'langchain')]; "
         "print(bad)"
     )
@@ -47,7 +49,7 @@ def test_bad_arguments_fail_before_attaching(kwargs: dict[str, Any], message: st
 
 
 def test_missing_framework(monkeypatch: pytest.MonkeyPatch) -> None:
-    import rankbridge.callbacks as cb
+    import rankbridge.frameworks as cb
 
     monkeypatch.setattr(cb, "_installed", lambda module: False)
     with capture() as cap:
@@ -149,15 +151,18 @@ def test_bookkeeping_failure_leaves_the_answer_unchanged(
 
     monkeypatch.setattr(target, attr, boom)
     if attr == "set_items" and name == "llamaindex":  # its fast path snapshots plain TextNode results itself
-        import rankbridge.callbacks.llamaindex as li_capture
+        import rankbridge.frameworks.llamaindex.capture as li_capture
 
         monkeypatch.setattr(li_capture, "_snapshot_text_nodes", boom)
     if target is recorder_mod:  # the handler modules imported the function by name
         import importlib
 
-        modules = [f"rankbridge.callbacks.{name}"] + (
-            ["rankbridge.callbacks._llamaindex_common"] if name == "llamaindex" else []
-        )
+        where = {
+            "llamaindex": "rankbridge.frameworks.llamaindex.capture",
+            "llamaindex_legacy": "rankbridge.frameworks.llamaindex.capture_legacy",
+            "langchain": "rankbridge.frameworks.langchain.capture",
+        }
+        modules = [where[name]] + (["rankbridge.frameworks.llamaindex._capture_common"] if name == "llamaindex" else [])
         for module in modules:
             if hasattr(importlib.import_module(module), attr):
                 monkeypatch.setattr(importlib.import_module(module), attr, boom)
@@ -216,13 +221,13 @@ def test_paused_capture_records_nothing_and_tracks_nothing(app: tuple[str, Any])
 def open_state(name: str) -> int:
     """How many entries the attached tap tracks right now (open spans/runs, waiting records)."""
     if name == "langchain":
-        from rankbridge.callbacks.langchain import _slots
+        from rankbridge.frameworks.langchain.capture import _slots
 
         taps = [s.handler._tap for s in _slots if s.handler is not None]
         return sum(len(t._open) + len(t._parents) for t in taps)
     from llama_index.core.instrumentation import get_dispatcher
 
-    from rankbridge.callbacks.llamaindex import RankbridgeSpanHandler
+    from rankbridge.frameworks.llamaindex.capture import RankbridgeSpanHandler
 
     taps = [h.tap for h in get_dispatcher().span_handlers if isinstance(h, RankbridgeSpanHandler)]
     return sum(len(t._open) + len(t._waiting) for t in taps)
@@ -287,7 +292,7 @@ def test_bad_retain_fails_before_attaching() -> None:
 
 @pytest.mark.parametrize("retain", ["light", "objects"])
 def test_retain_modes_give_the_same_run(app: tuple[str, Any], retain: str) -> None:
-    from rankbridge.callbacks._recorder import Snapshot
+    from rankbridge.capture import Snapshot
 
     name, application = app
     with capture(frameworks=[name], retain=retain) as light, capture(frameworks=[name], retain="objects") as objects:  # type: ignore[arg-type]
@@ -306,7 +311,7 @@ def test_retain_modes_give_the_same_run(app: tuple[str, Any], retain: str) -> No
 
 
 def test_snapshot_keeps_odd_results_as_objects() -> None:
-    from rankbridge.callbacks._recorder import CaptureRecord, Snapshot, snapshot
+    from rankbridge.capture import CaptureRecord, Snapshot, snapshot
 
     class Doc:
         def __init__(self, id: str, text: str) -> None:
@@ -344,7 +349,7 @@ def test_snapshot_keeps_odd_results_as_objects() -> None:
 
 def test_paused_langchain_capture_is_not_added_to_new_runs() -> None:
     pytest.importorskip("langchain_core")
-    from rankbridge.callbacks.langchain import _slots
+    from rankbridge.frameworks.langchain.capture import _slots
 
     with capture(frameworks=["langchain"]) as cap:
         slot = next(s for s in _slots if s.handler is not None and s.handler.recorder is cap.recorder)
@@ -359,7 +364,7 @@ def test_paused_llamaindex_capture_takes_its_handlers_off_the_dispatcher() -> No
     pytest.importorskip("llama_index.core")
     from llama_index.core.instrumentation import get_dispatcher
 
-    from rankbridge.callbacks.llamaindex import RankbridgeSpanHandler
+    from rankbridge.frameworks.llamaindex.capture import RankbridgeSpanHandler
 
     dispatcher = get_dispatcher()
 

@@ -277,7 +277,7 @@ def test_most_queries_failing_alike_raise_with_the_run(mode: str) -> None:
 
 # -- a capture saw part of the golden set: score what was seen ------------------------------------------------
 def test_partial_capture_scores_only_what_was_seen() -> None:
-    from rankbridge.callbacks import CaptureRecord, capture
+    from rankbridge.capture import CaptureRecord, capture
 
     golden = GoldenSet(
         [Query(f"q{i}", f"question {i}") for i in range(10)], Qrels({f"q{i}": {"d1": 1} for i in range(10)})

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from rankbridge import GoldenSet, Qrels, Query
-from rankbridge.callbacks import Recorder, query_id, query_key
+from rankbridge.capture import Recorder, query_id, query_key
 from rankbridge.errors import InputError
 from test_apps import QUESTIONS, lc_ids, lc_store_retriever, lcel_chain, li_ids, li_index, sources_llm
 from test_capture_agents import _close_stray_event_loop
@@ -39,7 +39,7 @@ def lc() -> None:
 
 @pytest.mark.usefixtures("lc")
 def test_langchain_handler_in_a_chains_callbacks() -> None:
-    from rankbridge.callbacks.langchain import RankbridgeCallbackHandler
+    from rankbridge.frameworks.langchain.capture import RankbridgeCallbackHandler
 
     retriever = lc_store_retriever()
     chain = lcel_chain(retriever)
@@ -68,7 +68,7 @@ def test_langchain_handler_in_a_chains_callbacks() -> None:
 @pytest.mark.usefixtures("lc")
 def test_langchain_handler_on_a_retriever_with_query_ids() -> None:
     """``retriever.invoke(q, config={"callbacks": [handler], "metadata": {...}})``: matched by the id, not the text."""
-    from rankbridge.callbacks.langchain import RankbridgeCallbackHandler
+    from rankbridge.frameworks.langchain.capture import RankbridgeCallbackHandler
 
     retriever = lc_store_retriever(k=4)
     handler = RankbridgeCallbackHandler(id_from="metadata:doc_id")
@@ -91,7 +91,7 @@ def test_langchain_handler_on_a_retriever_with_query_ids() -> None:
 
 @pytest.mark.usefixtures("lc")
 def test_langchain_async_handler_in_ainvoke() -> None:
-    from rankbridge.callbacks.langchain import RankbridgeAsyncCallbackHandler
+    from rankbridge.frameworks.langchain.capture import RankbridgeAsyncCallbackHandler
 
     retriever = lc_store_retriever()
     chain = lcel_chain(retriever)
@@ -112,8 +112,8 @@ def test_langchain_async_handler_in_ainvoke() -> None:
 
 @pytest.mark.usefixtures("lc")
 def test_handler_settings_go_to_its_own_recorder_only() -> None:
-    from rankbridge.callbacks.langchain import RankbridgeCallbackHandler
-    from rankbridge.callbacks.llamaindex_legacy import RankbridgeLlamaIndexCallback
+    from rankbridge.frameworks.langchain.capture import RankbridgeCallbackHandler
+    from rankbridge.frameworks.llamaindex.capture_legacy import RankbridgeLlamaIndexCallback
 
     assert RankbridgeCallbackHandler(keep_text=False).recorder.keep_text is False
     for make in (RankbridgeCallbackHandler, RankbridgeLlamaIndexCallback):
@@ -149,7 +149,7 @@ def test_llamaindex_legacy_handler_in_a_callback_manager() -> None:
     from llama_index.core.callbacks import CallbackManager
     from llama_index.core.schema import QueryBundle
 
-    from rankbridge.callbacks.llamaindex_legacy import RankbridgeLlamaIndexCallback
+    from rankbridge.frameworks.llamaindex.capture_legacy import RankbridgeLlamaIndexCallback
 
     handler = RankbridgeLlamaIndexCallback(id_from="ref_doc_id")
     manager = CallbackManager([handler])
@@ -178,7 +178,7 @@ def test_llamaindex_span_handler_added_to_the_dispatcher() -> None:
     from llama_index.core.instrumentation import get_dispatcher
     from llama_index.core.memory import ChatMemoryBuffer
 
-    from rankbridge.callbacks.llamaindex import RankbridgeSpanHandler
+    from rankbridge.frameworks.llamaindex.capture import RankbridgeSpanHandler
 
     index = li_index()
     memory = ChatMemoryBuffer.from_defaults(token_limit=4000)  # the default memory leaves an aiosqlite connection
@@ -204,7 +204,7 @@ def test_llamaindex_span_handler_added_to_the_dispatcher() -> None:
 def test_llamaindex_attach_reads_back_as_a_run() -> None:
     from llama_index.core.schema import QueryBundle
 
-    from rankbridge.callbacks import llamaindex as li_capture
+    from rankbridge.frameworks.llamaindex import capture as li_capture
 
     engine = engine_with_reorder(li_index().as_retriever(similarity_top_k=4))
     final = li_ids(engine.retrieve(QueryBundle(QUESTIONS["q2"])))

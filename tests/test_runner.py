@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from rankbridge import GoldenSet, Hit, InputError, MissingExtraError, ParseError, Qrels, Query, evaluate
-from rankbridge.adapters import CallableRetriever, adapt
+from rankbridge.frameworks import CallableRetriever, adapt
 from rankbridge.io import read_run_jsonl
 from rankbridge.retriever import Retriever, StaticRetriever, content_hash, normalize_hits, resolve_id
 from rankbridge.runner import arun_retriever, run_retriever, summarize
@@ -458,7 +458,7 @@ def test_adapt_refuses_options_for_ready_retrievers_and_unknown_objects() -> Non
 
 
 def test_missing_framework_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rankbridge.adapters import LangChainRetriever, LlamaIndexRetriever
+    from rankbridge.frameworks import LangChainRetriever, LlamaIndexRetriever
 
     monkeypatch.setitem(sys.modules, "llama_index.core.base.base_retriever", None)
     monkeypatch.setitem(sys.modules, "langchain_core.retrievers", None)
@@ -470,7 +470,7 @@ def test_missing_framework_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_import_stays_framework_free() -> None:
     code = (
-        "import sys, rankbridge, rankbridge.runner, rankbridge.adapters, rankbridge.retriever\n"
+        "import sys, rankbridge, rankbridge.runner, rankbridge.frameworks, rankbridge.retriever\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
         "('llama_index', 'langchain_core', 'langchain_community', 'rich', 'pandas'))\n"
         "print(bad)"

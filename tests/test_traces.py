@@ -1,5 +1,5 @@
 """Production traces -> Run: spans made in-process by the real OpenInference instrumentors, LangSmith runs made by
-LangChain's own tracer, read back and compared with what ``rankbridge.callbacks.capture()`` recorded for the same
+LangChain's own tracer, read back and compared with what ``rankbridge.capture()`` recorded for the same
 calls (both attached at once). Embeddings are local and deterministic; nothing touches the network.
 """
 
@@ -44,7 +44,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from capture_data import CORPUS, GOLDEN, QUERIES
 from rankbridge import Query, Run
-from rankbridge.callbacks import Capture, capture
+from rankbridge.capture import Capture, capture
 from rankbridge.errors import IdMismatchError, InputError, ParseError
 from rankbridge.io.traces import langsmith_capture, openinference_capture, read_langsmith, read_openinference
 from test_capture_ids import GOLDEN_CORPUS, UUID, _close_stray_event_loop, llama_index  # noqa: F401 (a fixture)

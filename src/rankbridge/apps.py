@@ -2,7 +2,7 @@
 the retrievals it makes while answering.
 
 :func:`run_app` asks the app every golden-set question inside one live capture
-(:func:`rankbridge.callbacks.capture`), each call under ``query_id(qid)``, so every retrieval the app makes
+(:func:`rankbridge.capture.capture`), each call under ``query_id(qid)``, so every retrieval the app makes
 while answering -- in a chain, a tool, a sub-agent, an asyncio task or a worker thread the framework starts --
 is bound to the question. The :class:`~rankbridge.Run` it returns holds, per question:
 
@@ -95,12 +95,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from rankbridge import frameworks
 from rankbridge.errors import InputError, RankbridgeError
 from rankbridge.retriever import normalize_hits
 from rankbridge.types import GoldenSet, Hit, Query, Run
 
 if TYPE_CHECKING:
-    from rankbridge.callbacks import Capture, CaptureRecord
+    from rankbridge.capture import Capture, CaptureRecord
     from rankbridge.retriever import IdSpec
 
 __all__ = ["RETRIEVAL_CHOICES", "arun_app", "is_app", "run_app"]
@@ -118,37 +119,16 @@ _APP_KINDS = ("chat", "agent", "workflow", "graph", "runnable", "callable")
 # -- what is an app ---------------------------------------------------------------------------------
 def _kind(obj: Any) -> str | None:
     """``"chat"``, ``"agent"``, ``"workflow"``, ``"graph"``, ``"runnable"``, ``"callable"``, ``"query_engine"``,
-    ``"retriever"`` (framework retrievers, indexes, vector stores) or ``None`` (nothing rankbridge can ask)."""
+    ``"retriever"`` (framework retrievers, indexes, vector stores) or ``None`` (nothing rankbridge can ask).
+
+    The framework's classes are read by :func:`rankbridge.frameworks.app_kinds`; the most specific kind wins.
+    """
     if obj is None or isinstance(obj, type):
         return None
-    tags: set[str] = set()
-    framework = False
-    for cls in type(obj).__mro__:
-        module = cls.__module__ or ""
-        name = cls.__name__
-        if module.startswith(("llama_index.", "workflows.")):
-            framework = True
-            if name in ("BaseRetriever", "BaseIndex", "BasePydanticVectorStore", "VectorStore"):
-                tags.add("retriever")
-            elif name == "BaseChatEngine":
-                tags.add("chat")
-            elif name in ("BaseWorkflowAgent", "AgentWorkflow"):
-                tags.add("agent")
-            elif name == "Workflow":
-                tags.add("workflow")
-            elif name == "BaseQueryEngine":
-                tags.add("query_engine")
-        elif module.startswith(("langchain_core.", "langchain.", "langchain_community.", "langgraph.")):
-            framework = True
-            if name in ("BaseRetriever", "VectorStore") and module.startswith("langchain_core."):
-                tags.add("retriever")
-            elif name == "Pregel" and module.startswith("langgraph."):
-                tags.add("graph")
-            elif name == "Runnable" and module.startswith("langchain_core."):
-                tags.add("runnable")
+    framework, kinds = frameworks.app_kinds(obj)
     # most specific first: a legacy LlamaIndex agent is a chat engine and a query engine; a retriever is a Runnable
     for kind in ("retriever", "chat", "agent", "workflow", "graph", "runnable", "query_engine"):
-        if kind in tags:
+        if kind in kinds:
             return kind
     if framework:
         return None
@@ -313,7 +293,7 @@ def _in_thread(fn: Callable[[str], Any], qid: str, text: str) -> asyncio.Future[
     keeps its thread, and the next question gets a fresh one. The id is set inside the thread (a context
     variable does not follow a thread started by hand).
     """
-    from rankbridge.callbacks import query_id
+    from rankbridge.capture import query_id
 
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
@@ -359,7 +339,7 @@ async def _drive(
     state: _State,
     bar: Any,
 ) -> None:
-    from rankbridge.callbacks import query_id
+    from rankbridge.capture import query_id
 
     semaphore = asyncio.Semaphore(concurrency)
     use_async = call.asynchronous is not None and (prefer_async or call.sync is None)
@@ -496,7 +476,7 @@ def _prepare(
     frameworks: str | Sequence[str],
     k: int | None,
 ) -> _Plan:
-    from rankbridge.callbacks import capture
+    from rankbridge.capture import capture
     from rankbridge.runner import _as_queries
 
     if retrieval not in RETRIEVAL_CHOICES:
@@ -530,7 +510,7 @@ def _id_resolution(
     plan: _Plan, by_qid: Mapping[str, list[CaptureRecord]]
 ) -> tuple[Callable[[list[Any]], Any] | None, dict[str, Any]]:
     """The resolver to read the records with when their ids match nothing the golden set knows but another id
-    source does (``id_from`` not given), as :meth:`rankbridge.callbacks.Capture.to_run` does; raise when none
+    source does (``id_from`` not given), as :meth:`rankbridge.capture.Capture.to_run` does; raise when none
     does. ``(None, {})`` when the ids are fine or there is nothing to check against."""
     cap = plan.cap
     every = {f"{qid}#{i}": r for qid, records in by_qid.items() for i, r in enumerate(records)}
@@ -541,7 +521,7 @@ def _id_resolution(
     if report.status == "resolved" and report.chosen is not None and rec.id_from is None and rec.doc_map is None:
         import functools
 
-        from rankbridge.callbacks._recorder import _resolve_items
+        from rankbridge.capture import _resolve_items
 
         resolve = functools.partial(_resolve_items, id_from=report.chosen, doc_map=None, keep_text=rec.keep_text)
         resolution = {"from": report.current, "to": report.chosen, "shares": dict(report.shares), "auto": True}
@@ -735,7 +715,7 @@ def run_app(
     name:
         The run's name (default: the app's class name).
     id_from, doc_map, keep_text:
-        How captured results become hits (see :func:`rankbridge.callbacks.capture`).
+        How captured results become hits (see :func:`rankbridge.capture.capture`).
     progress:
         Show a progress bar (needs ``rich``; only in a terminal or Jupyter).
     input_key:
@@ -745,7 +725,7 @@ def run_app(
         Where the answer is in a dict output (default: the last of ``"messages"``, else ``"answer"``,
         ``"result"``, ``"output"``, ``"response"``, ``"text"``).
     frameworks:
-        Which frameworks to capture (see :func:`rankbridge.callbacks.capture`; default every installed one).
+        Which frameworks to capture (see :func:`rankbridge.capture.capture`; default every installed one).
     k:
         Keep the top ``k`` of each scored and retrieved list (default ``None``: the lists as the app had them,
         with its own top-k).

@@ -1,8 +1,8 @@
 """Production traces in: OpenInference / Phoenix spans, OpenTelemetry GenAI retrieval spans, LangSmith runs.
 
 Teams that already trace their app can score its retrievals without running it again. Each reader turns
-the retrievals of a trace export into :class:`~rankbridge.callbacks.CaptureRecord` objects and reads them
-back exactly as live capture does (:class:`~rankbridge.callbacks.Capture`): the same query matching to a
+the retrievals of a trace export into :class:`~rankbridge.capture.CaptureRecord` objects and reads them
+back exactly as live capture does (:class:`~rankbridge.capture.Capture`): the same query matching to a
 golden set (by the ``rankbridge_query_id`` the app passed, else by normalised text), the same ``id_from``
 / ``doc_map`` rules and doc-id check (UUID chunk ids resolved to a matching ``metadata:KEY`` when
 ``id_from`` is not given), the same summary of what matched and what did not.
@@ -44,8 +44,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from rankbridge.callbacks import Capture, CaptureRecord, QueryMatcher, Recorder
-from rankbridge.callbacks._recorder import QUERY_ID_KEY
+from rankbridge.capture import QUERY_ID_KEY, Capture, CaptureRecord, QueryMatcher, Recorder
 from rankbridge.errors import InputError, MissingExtraError, ParseError
 from rankbridge.io._open import json_line, names, plain_suffix, read_text
 from rankbridge.retriever import IdSpec
@@ -85,7 +84,7 @@ _JSON_STRING_SUFFIXES = ("document.metadata", "metadata", "llm.prompt_template.v
 
 
 class TraceCapture(Capture):
-    """Retrievals read from a trace export, readable as a live :class:`~rankbridge.callbacks.Capture` is.
+    """Retrievals read from a trace export, readable as a live :class:`~rankbridge.capture.Capture` is.
 
     :meth:`to_run`, :meth:`summary`, :attr:`unmatched`, :attr:`records`, :meth:`judge` and the writers
     behave as they do on a live capture. :meth:`summary` adds the export's own counts (``spans`` or
@@ -961,7 +960,7 @@ def read_openinference(
         ``ReadableSpan`` objects or span dicts, or an ``InMemorySpanExporter``.
     golden:
         Queries to match the spans' queries to (a :class:`~rankbridge.GoldenSet`, a list of
-        :class:`~rankbridge.Query`, ``{query_id: text}``), as :func:`rankbridge.callbacks.capture` takes: by
+        :class:`~rankbridge.Query`, ``{query_id: text}``), as :func:`rankbridge.capture.capture` takes: by
         the ``rankbridge_query_id`` in a span's (or an ancestor's) ``metadata`` or ``tag.tags``
         (``"rankbridge_query_id=q1"``), else by normalised text. A GoldenSet with a corpus or qrels also
         checks the doc ids (and resolves UUID chunk ids to a matching ``metadata:KEY`` when ``id_from`` is
@@ -984,7 +983,7 @@ def read_openinference(
         Which retrieval of a query asked more than once makes its entry: ``"first"`` or ``"last"`` (by end
         time).
     check_ids:
-        Check the doc ids against the golden set (see :meth:`rankbridge.callbacks.Capture.to_run`).
+        Check the doc ids against the golden set (see :meth:`rankbridge.capture.Capture.to_run`).
 
     Returns
     -------
@@ -1000,7 +999,7 @@ def read_openinference(
     InputError
         No retrieval span in the source, or ``id_from='ref_doc_id'``.
     IdMismatchError
-        The documents' ids name nothing the golden set knows (see :func:`rankbridge.callbacks.capture`).
+        The documents' ids name nothing the golden set knows (see :func:`rankbridge.capture.capture`).
 
     Examples
     --------

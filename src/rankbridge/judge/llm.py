@@ -8,10 +8,10 @@
   ``metadata.is_chat_model`` is true, otherwise ``complete`` / ``acomplete``;
 * any callable ``f(prompt: str) -> str``, sync or ``async``.
 
-Frameworks are recognised by the classes in the object's MRO, so nothing is imported to find out; the one
-framework import (LlamaIndex's ``ChatMessage``) happens in the call. The token usage a framework reports
-is read (LangChain ``usage_metadata``, OpenAI-style ``usage`` in LlamaIndex ``raw``); otherwise tokens are
-estimated as characters / 4 and the estimate is flagged.
+Frameworks are recognised by the classes in the object's MRO (:func:`rankbridge.frameworks.detect_llm`), so
+nothing is imported to find out; the framework wrappers live in ``frameworks/<name>/llm.py``. The token usage
+a framework reports is read (LangChain ``usage_metadata``, OpenAI-style ``usage`` in LlamaIndex ``raw``);
+otherwise tokens are estimated as characters / 4 and the estimate is flagged.
 
 :class:`CallPolicy` and :class:`Session` hold what every batch of calls obeys: bounded concurrency, a rate
 limit, per-call timeout, retries with exponential backoff, a budget of calls or tokens with a clear stop,
@@ -34,25 +34,24 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import hashlib
 import inspect
-import json
 import math
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from rankbridge import frameworks
 from rankbridge.errors import (
     BudgetExceededError,
     InputError,
     LLMError,
-    MissingExtraError,
     ModelIdRequired,
     RankbridgeError,
     ReplyParseError,
 )
+from rankbridge.frameworks.base import OUTPUT_PARAMS, LLMReply, safe_attr
 
 __all__ = [
     "OUTPUT_PARAMS",
@@ -82,81 +81,50 @@ class _CallTimeout(RankbridgeError):
     """One call outlived ``CallPolicy.timeout``."""
 
 
-@dataclass(frozen=True, slots=True)
-class LLMReply:
-    """What one LLM call returned.
+class LLMClient:
+    """One LLM behind ``complete`` / ``acomplete`` (prompt in, :class:`LLMReply` out).
 
-    ``input_tokens`` / ``output_tokens`` are the framework's usage when it reports one, else None.
+    Build it with :func:`as_llm`. ``model_id`` names the model in the cache key and in the provenance
+    of every judged label, so give each distinct model (and temperature, if it matters) its own id.
+    A framework's model is called through its wrapper (:func:`rankbridge.frameworks.llm_wrapper`); a
+    callable directly.
     """
 
-    text: str
-    input_tokens: int | None = None
-    output_tokens: int | None = None
+    def __init__(self, obj: Any, *, framework: str, model_id: str) -> None:
+        self.obj = obj
+        self.framework = framework
+        self.model_id = model_id
+        self._wrapper = None if framework == "callable" else frameworks.llm_wrapper(framework)
 
+    def __repr__(self) -> str:
+        return f"LLMClient(framework={self.framework!r}, model_id={self.model_id!r})"
 
-def _mro_has(obj: object, module_prefix: str, names: set[str]) -> bool:
-    return any(c.__module__.startswith(module_prefix) and c.__name__ in names for c in type(obj).__mro__)
+    async def acomplete(self, prompt: str, *, executor: concurrent.futures.Executor | None = None) -> LLMReply:
+        """Send ``prompt`` and return the reply (framework errors propagate unchanged).
 
+        A sync callable runs on ``executor`` (default: the loop's default executor).
+        """
+        obj = self.obj
+        if self._wrapper is not None:
+            return await self._wrapper.acomplete(obj, prompt)  # type: ignore[no-any-return]
+        if _is_async_callable(obj):
+            return _plain_reply(await obj(prompt))
+        value = await asyncio.get_running_loop().run_in_executor(executor, obj, prompt)
+        if inspect.isawaitable(value):
+            value = await value
+        return _plain_reply(value)
 
-def _is_langchain(obj: object) -> bool:
-    return _mro_has(obj, "langchain_core.language_models", {"BaseLanguageModel", "BaseChatModel", "BaseLLM"})
-
-
-def _is_llamaindex(obj: object) -> bool:
-    return _mro_has(obj, "llama_index.core", {"LLM", "BaseLLM"})
-
-
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    return None
-
-
-def _langchain_reply(msg: Any) -> LLMReply:
-    if isinstance(msg, str):  # a BaseLLM returns text
-        return LLMReply(msg)
-    content = getattr(msg, "content", None)
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, list):  # content blocks
-        parts: list[str] = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-        text = "".join(parts)
-    else:
-        raise LLMError(f"the LangChain model returned {type(msg).__name__}; expected a message with text content")
-    usage = getattr(msg, "usage_metadata", None) or {}
-    return LLMReply(text, _as_int(usage.get("input_tokens")), _as_int(usage.get("output_tokens")))
-
-
-def _llamaindex_usage(resp: Any) -> tuple[int | None, int | None]:
-    for source in (getattr(resp, "raw", None), getattr(resp, "additional_kwargs", None)):
-        if source is None:
-            continue
-        usage = source.get("usage", source) if isinstance(source, dict) else getattr(source, "usage", None)
-        if usage is None:
-            continue
-        get = usage.get if isinstance(usage, dict) else (lambda key, u=usage: getattr(u, key, None))
-        inp = _as_int(get("prompt_tokens")) or _as_int(get("input_tokens"))
-        out = _as_int(get("completion_tokens")) or _as_int(get("output_tokens"))
-        if inp is not None or out is not None:
-            return inp, out
-    return None, None
-
-
-def _llamaindex_reply(resp: Any) -> LLMReply:
-    message = getattr(resp, "message", None)
-    text = getattr(message, "content", None) if message is not None else getattr(resp, "text", None)
-    if not isinstance(text, str):
-        text = "" if text is None and message is not None else text
-    if not isinstance(text, str):
-        raise LLMError(f"the LlamaIndex LLM returned {type(resp).__name__} without text")
-    return LLMReply(text, *_llamaindex_usage(resp))
+    def complete(self, prompt: str) -> LLMReply:
+        """Sync :meth:`acomplete` (works inside a running event loop too)."""
+        obj = self.obj
+        if self._wrapper is not None:
+            return self._wrapper.complete(obj, prompt)  # type: ignore[no-any-return]
+        if _is_async_callable(obj):
+            return run_sync(lambda: self.acomplete(prompt))
+        value = obj(prompt)
+        if inspect.isawaitable(value):
+            return run_sync(lambda: _await_reply(value))
+        return _plain_reply(value)
 
 
 def _plain_reply(value: Any) -> LLMReply:
@@ -171,185 +139,12 @@ def _plain_reply(value: Any) -> LLMReply:
     raise LLMError(f"the LLM callable returned {type(value).__name__}; expected str")
 
 
-class LLMClient:
-    """One LLM behind ``complete`` / ``acomplete`` (prompt in, :class:`LLMReply` out).
-
-    Build it with :func:`as_llm`. ``model_id`` names the model in the cache key and in the provenance
-    of every judged label, so give each distinct model (and temperature, if it matters) its own id.
-    """
-
-    def __init__(self, obj: Any, *, framework: str, model_id: str) -> None:
-        self.obj = obj
-        self.framework = framework
-        self.model_id = model_id
-
-    def __repr__(self) -> str:
-        return f"LLMClient(framework={self.framework!r}, model_id={self.model_id!r})"
-
-    async def acomplete(self, prompt: str, *, executor: concurrent.futures.Executor | None = None) -> LLMReply:
-        """Send ``prompt`` and return the reply (framework errors propagate unchanged).
-
-        A sync callable runs on ``executor`` (default: the loop's default executor).
-        """
-        obj = self.obj
-        if self.framework == "langchain":
-            return _langchain_reply(await obj.ainvoke(prompt))
-        if self.framework == "llamaindex":
-            if getattr(getattr(obj, "metadata", None), "is_chat_model", False):
-                return _llamaindex_reply(await obj.achat([_llama_message(prompt)]))
-            return _llamaindex_reply(await obj.acomplete(prompt))
-        if _is_async_callable(obj):
-            return _plain_reply(await obj(prompt))
-        value = await asyncio.get_running_loop().run_in_executor(executor, obj, prompt)
-        if inspect.isawaitable(value):
-            value = await value
-        return _plain_reply(value)
-
-    def complete(self, prompt: str) -> LLMReply:
-        """Sync :meth:`acomplete` (works inside a running event loop too)."""
-        obj = self.obj
-        if self.framework == "langchain":
-            return _langchain_reply(obj.invoke(prompt))
-        if self.framework == "llamaindex":
-            if getattr(getattr(obj, "metadata", None), "is_chat_model", False):
-                return _llamaindex_reply(obj.chat([_llama_message(prompt)]))
-            return _llamaindex_reply(obj.complete(prompt))
-        if _is_async_callable(obj):
-            return run_sync(lambda: self.acomplete(prompt))
-        value = obj(prompt)
-        if inspect.isawaitable(value):
-            return run_sync(lambda: _await_reply(value))
-        return _plain_reply(value)
-
-
 async def _await_reply(value: Awaitable[Any]) -> LLMReply:
     return _plain_reply(await value)
 
 
-def _llama_message(prompt: str) -> Any:
-    try:
-        from llama_index.core.llms import ChatMessage
-    except ImportError as exc:  # pragma: no cover - the object came from llama_index
-        raise MissingExtraError("llama-index-core", "llamaindex", "Judging with a LlamaIndex LLM") from exc
-    return ChatMessage(role="user", content=prompt)
-
-
 def _is_async_callable(obj: Any) -> bool:
     return inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(getattr(obj, "__call__", None))  # noqa: B004
-
-
-#: Parameters that change what a model replies, read from a framework model's fields and its
-#: ``_identifying_params`` / ``_get_ls_params()`` (LangChain) into its derived model id. Credentials,
-#: endpoints, timeouts and retry settings are never read.
-OUTPUT_PARAMS: tuple[str, ...] = (
-    "temperature", "top_p", "top_k", "min_p", "typical_p", "tfs_z", "mirostat", "mirostat_eta",
-    "mirostat_tau", "max_tokens", "max_completion_tokens", "max_output_tokens", "max_new_tokens",
-    "num_predict", "num_ctx", "n", "seed", "stop", "stop_sequences", "presence_penalty",
-    "frequency_penalty", "repetition_penalty", "repeat_penalty", "repeat_last_n", "logit_bias",
-    "reasoning_effort", "reasoning", "thinking", "thinking_budget", "response_format", "format",
-    "model_version", "system_prompt", "model_kwargs", "additional_kwargs",
-)  # fmt: skip
-_NAME_FIELDS = ("model_name", "model", "model_id", "deployment_name", "azure_deployment", "repo_id", "endpoint_name")
-_LS_PARAMS = {"ls_temperature": "temperature", "ls_max_tokens": "max_tokens", "ls_stop": "stop"}
-_MAX_ID_PARAMS = 160
-
-
-def _plain(value: Any) -> Any:
-    """``value`` when it is JSON made of str/int/float/bool (lists, dicts), else a marker that drops it."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else _DROP
-    if isinstance(value, (list, tuple)):
-        items = [_plain(v) for v in value]
-        return _DROP if any(v is _DROP for v in items) else items
-    if isinstance(value, dict):
-        out = {str(k): _plain(v) for k, v in value.items()}
-        return _DROP if any(v is _DROP for v in out.values()) else out
-    return _DROP  # SecretStr, clients, callables, enums...: not part of the id
-
-
-_DROP = object()
-
-
-def _safe_attr(obj: Any, name: str) -> Any:
-    try:
-        return getattr(obj, name, None)
-    except Exception:  # a property that raises on a half-built model
-        return None
-
-
-def _safe_call(fn: Any) -> Any:
-    try:
-        return fn() if callable(fn) else None
-    except Exception:
-        return None
-
-
-def _output_params(obj: Any, sources: list[Any]) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for source in sources:
-        if isinstance(source, dict):
-            for key, value in source.items():
-                name = _LS_PARAMS.get(key, key)
-                if name in OUTPUT_PARAMS and name not in params:
-                    params[name] = value
-    for name in OUTPUT_PARAMS:
-        if name not in params:
-            params[name] = _safe_attr(obj, name)
-    out: dict[str, Any] = {}
-    for name in sorted(params):
-        value = _plain(params[name])
-        if value is _DROP or value is None or value == {} or value == []:
-            continue
-        out[name] = value
-    return out
-
-
-def _format_id(prefix: str, name: str, params: dict[str, Any]) -> str:
-    if not params:
-        return f"{prefix}:{name}"
-    text = "&".join(
-        f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':'), ensure_ascii=False)}" for k, v in params.items()
-    )
-    if len(text) > _MAX_ID_PARAMS:
-        text = "params=" + hashlib.sha256(text.encode()).hexdigest()[:16]
-    return f"{prefix}:{name}?{text}"
-
-
-def _langchain_model_id(obj: Any) -> str | None:
-    ls = _safe_call(_safe_attr(obj, "_get_ls_params"))
-    ls = ls if isinstance(ls, dict) else {}
-    name = ls.get("ls_model_name")
-    if not (isinstance(name, str) and name):
-        name = next((v for f in _NAME_FIELDS if isinstance(v := _safe_attr(obj, f), str) and v), None)
-    if name is None:
-        return None
-    identifying = _safe_attr(obj, "_identifying_params")
-    params = _output_params(obj, [ls, dict(identifying) if isinstance(identifying, Mapping) else None])
-    params.pop("model_name", None)
-    provider = ls.get("ls_provider")
-    if (
-        isinstance(provider, str)
-        and provider
-        and type(obj)._get_ls_params.__qualname__.split(".")[0]
-        not in (
-            "BaseChatModel",
-            "BaseLLM",
-            "BaseLanguageModel",
-        )
-    ):  # a provider the integration states, not the base class's guess from the class name
-        params = {"provider": provider, **params}
-    return _format_id("langchain", name, params)
-
-
-def _llamaindex_model_id(obj: Any) -> str | None:
-    name = _safe_attr(_safe_attr(obj, "metadata"), "model_name")
-    if not (isinstance(name, str) and name and name != "unknown"):
-        name = next((v for f in _NAME_FIELDS if isinstance(v := _safe_attr(obj, f), str) and v), None)
-    if name is None:
-        return None
-    return _format_id("llamaindex", name, _output_params(obj, []))
 
 
 def derived_model_id(obj: Any) -> str | None:
@@ -376,11 +171,10 @@ def derived_model_id(obj: Any) -> str | None:
     >>> derived_model_id(Named())
     'house-model-v2'
     """
-    if _is_langchain(obj):
-        return _langchain_model_id(obj)
-    if _is_llamaindex(obj):
-        return _llamaindex_model_id(obj)
-    value = _safe_attr(obj, "model_id")
+    framework = frameworks.detect_llm(obj)
+    if framework is not None:
+        return frameworks.llm_wrapper(framework).model_id(obj)  # type: ignore[no-any-return]
+    value = safe_attr(obj, "model_id")
     return value if isinstance(value, str) and value else None
 
 
@@ -400,11 +194,9 @@ def describe_llm(obj: Any) -> str:
     derived = derived_model_id(obj)
     if derived is not None:
         return derived
-    if _is_langchain(obj):
-        llm_type = _safe_attr(obj, "_llm_type")
-        return f"langchain:{llm_type if isinstance(llm_type, str) else type(obj).__name__}"
-    if _is_llamaindex(obj):
-        return f"llamaindex:{type(obj).__name__}"
+    framework = frameworks.detect_llm(obj)
+    if framework is not None:
+        return frameworks.llm_wrapper(framework).describe(obj)  # type: ignore[no-any-return]
     target = obj if inspect.isfunction(obj) or inspect.ismethod(obj) else type(obj)
     return f"callable:{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
 
@@ -454,13 +246,8 @@ def as_llm(obj: Any, *, model_id: str | None = None, anonymous: bool = False) ->
         raise InputError(f"model_id must be a non-empty string. Got {model_id!r} instead.")
     if isinstance(obj, LLMClient):
         return obj if model_id is None else LLMClient(obj.obj, framework=obj.framework, model_id=model_id)
-    if _is_langchain(obj):
-        framework = "langchain"
-    elif _is_llamaindex(obj):
-        framework = "llamaindex"
-    elif callable(obj):
-        framework = "callable"
-    else:
+    framework = frameworks.detect_llm(obj) or ("callable" if callable(obj) else None)
+    if framework is None:
         raise InputError(
             "llm: expected a LangChain chat model, a LlamaIndex LLM or a callable f(prompt) -> str, "
             f"found {type(obj).__name__}"

@@ -1,7 +1,7 @@
 """What the two LlamaIndex capture handlers share: opening a record, node scores, query text, the event tree walk.
 
-:mod:`rankbridge.callbacks.llamaindex` (instrumentation spans) and
-:mod:`rankbridge.callbacks.llamaindex_legacy` (``CallbackManager`` events) read nodes and queries alike.
+:mod:`rankbridge.frameworks.llamaindex.capture` (instrumentation spans) and
+:mod:`rankbridge.frameworks.llamaindex.capture_legacy` (``CallbackManager`` events) read nodes and queries alike.
 :func:`open_retrieval` walks the legacy handler's map of open events; the span handler keeps no such map
 (context variables give it the same answers, see ``llamaindex._Tap.start``). It imports only
 ``llama_index.core.schema``, which every LlamaIndex release has (the legacy handler exists for releases
@@ -11,25 +11,37 @@ without the instrumentation module).
 from __future__ import annotations
 
 import time
+from types import MappingProxyType
 from typing import Any
 
 from llama_index.core.schema import BaseNode, TextNode
 
-from rankbridge.callbacks._recorder import PLAIN_ATTRS, QUERY_ID_KEY, CaptureRecord, current_query_id, small_tags
+from rankbridge.capture import (
+    NOT_RECORDED,
+    QUERY_ID_KEY,
+    CaptureRecord,
+    PlainAttrs,
+    Unrecorded,
+    current_query_id,
+    small_tags,
+)
 
-# TextNode.get_content() (metadata mode NONE) returns self.text, BaseNode.node_id returns self.id_:
-# snapshots of result nodes read the attributes directly (subclasses that override them are called)
-try:
-    PLAIN_ATTRS[TextNode.get_content] = "text"
-    PLAIN_ATTRS[BaseNode.__dict__["node_id"]] = "id_"
-except Exception:  # pragma: no cover - an older schema: snapshots call the methods instead
-    pass
+
+def _plain_attrs() -> PlainAttrs:
+    # TextNode.get_content() (metadata mode NONE) returns self.text, BaseNode.node_id returns self.id_:
+    # snapshots of result nodes read the attributes directly (subclasses that override them are called)
+    try:
+        return MappingProxyType({TextNode.get_content: "text", BaseNode.__dict__["node_id"]: "id_"})
+    except Exception:  # pragma: no cover - an older schema: snapshots call the methods instead
+        return MappingProxyType({})
+
+
+#: What the handlers tell :func:`rankbridge.capture.snapshot` about LlamaIndex's node classes.
+PLAIN_ATTRS = _plain_attrs()
 
 #: Bound on open spans / events / retrievals / waiting lists tracked at once.
 MAX_OPEN = 100_000
 MAX_DEPTH = 256
-#: An open retrieval that is not recorded (sampled out, over the cap, or nested in such a one).
-SKIP = None
 
 
 def node_scores(nodes: Any) -> list[Any] | None:
@@ -57,7 +69,7 @@ def new_record(
     """A started record, nested in ``outer`` when given (both handlers open records through it).
 
     The query id comes from ``tags`` (``rankbridge_query_id``), else from
-    :func:`~rankbridge.callbacks.query_id`. Runs inside the application's call: arguments by position.
+    :func:`~rankbridge.capture.query_id`. Runs inside the application's call: arguments by position.
     """
     qid = tags.get(QUERY_ID_KEY) if tags else None
     if qid is None:
@@ -83,7 +95,7 @@ def new_record(
 def open_retrieval(
     rec: Any,
     parents: dict[str, str | None],
-    open_: dict[str, CaptureRecord | None],
+    open_: dict[str, CaptureRecord | Unrecorded],
     run_id: str,
     parent: str | None,
     query: str,
@@ -95,7 +107,7 @@ def open_retrieval(
     Walks up ``parents`` for the trace (the outermost open span or event) and for an enclosing retrieval
     (the record is then nested in it and shares its trace; inside an unrecorded one it is not recorded
     either). A top-level retrieval is recorded only if ``rec.admit()`` says so (sampling, cap). The query
-    id comes from ``tags`` (``rankbridge_query_id``), else from :func:`~rankbridge.callbacks.query_id`.
+    id comes from ``tags`` (``rankbridge_query_id``), else from :func:`~rankbridge.capture.query_id`.
     Runs inside the application's call: the arguments are positional and the walk stops at the first
     enclosing retrieval.
     """
@@ -106,17 +118,18 @@ def open_retrieval(
         if cur is None:
             break
         if cur in open_:
-            outer = open_[cur]
-            if outer is SKIP:
+            found = open_[cur]
+            if found is NOT_RECORDED:
                 if len(open_) < MAX_OPEN:
-                    open_[run_id] = SKIP
+                    open_[run_id] = NOT_RECORDED
                 return
+            outer = found
             break
         trace = cur
         cur = parents.get(cur)
     if outer is None and not rec.admit():
         if len(open_) < MAX_OPEN:
-            open_[run_id] = SKIP
+            open_[run_id] = NOT_RECORDED
         return
     record = new_record(query, run_id, retriever, parent, trace if outer is None else outer._trace_id, tags, outer)
     if len(open_) < MAX_OPEN:
