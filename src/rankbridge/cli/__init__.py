@@ -37,7 +37,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from rankbridge import __version__
+from rankbridge._version import __version__
 from rankbridge.cli import (
     compare,
     demo,

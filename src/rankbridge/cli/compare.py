@@ -6,9 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from rankbridge._numbers import fmt_ci as _fmt_ci
-from rankbridge._numbers import fmt_number as _fmt
-from rankbridge._numbers import fmt_p as _fmt_p
+from rankbridge._numbers import fmt_ci, fmt_number, fmt_p
 from rankbridge.analysis import Comparison, compare
 from rankbridge.cli._common import (
     add_run_arguments,
@@ -49,20 +47,20 @@ def _print_rich(cmp: Comparison) -> bool:
                 metric if i == 0 else "",
                 run + (" (base)" if run == cmp.baseline else ""),
                 cmp._mean_cell(iv),
-                _fmt_ci(iv),
+                fmt_ci(iv),
             ]
             if pc is None:
                 cells += ["", "", "", "", "", ""]
             else:
-                diff = _fmt(pc.difference.estimate, sign=True)
+                diff = fmt_number(pc.difference.estimate, sign=True)
                 if pc.significant:
                     diff = f"[bold {'green' if pc.difference.estimate > 0 else 'red'}]{diff}[/]"
                 cells += [
                     diff,
-                    _fmt_ci(pc.difference, sign=True),
-                    _fmt_p(pc.pvalue),
-                    _fmt_p(pc.pvalue_adjusted) + (" *" if pc.significant else ""),
-                    _fmt(pc.effect_size, 2),
+                    fmt_ci(pc.difference, sign=True),
+                    fmt_p(pc.pvalue),
+                    fmt_p(pc.pvalue_adjusted) + (" *" if pc.significant else ""),
+                    fmt_number(pc.effect_size, 2),
                     f"{pc.wins}/{pc.ties}/{pc.losses}",
                 ]
             table.add_row(*cells, end_section=i == len(cmp.runs) - 1)
