@@ -166,7 +166,7 @@ _current_query_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("
 
 _NO_TAGS: Mapping[str, Any] = MappingProxyType({})
 #: Results a record keeps of one list, in rank order (the rest are cut, counted in ``Recorder.results_truncated``):
-#: copying a list is work inside the host's call, 10^4 results a few ms at most (10^5 would block its loop)
+#: copying a list is work inside the host's call, so it is bounded (tests/test_capture_memory.py counts the copies)
 MAX_RESULTS = 10_000
 #: Default budget of :class:`Recorder` for kept result texts (``len`` of each text; see ``max_text_bytes``).
 DEFAULT_MAX_TEXT_BYTES = 256 * 2**20

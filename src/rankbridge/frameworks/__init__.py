@@ -268,4 +268,5 @@ def attach_capture(mode: str, recorder: Recorder, *, trace: bool = False) -> Cal
 
     The handler module is imported here, and with it the framework.
     """
+    # lazy: the handler module imports its framework
     return importlib.import_module(_CAPTURE_MODES[mode][1]).attach(recorder, trace=trace)  # type: ignore[no-any-return]

@@ -36,6 +36,7 @@ __all__ = ["LangChainRetriever"]
 
 def _import_bases() -> tuple[Any, Any, Any]:
     try:
+        # lazy: the framework, only when an adapter is built (import rankbridge stays framework-free)
         from langchain_core.retrievers import BaseRetriever
         from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
     except ImportError as exc:
@@ -76,6 +77,7 @@ def _field_k(r: Any) -> int | None:
 
 @functools.cache
 def _collector_class() -> type:
+    # lazy: the framework, only when a wrapper retriever is called
     from langchain_core.callbacks import BaseCallbackHandler
 
     class _StageCollector(BaseCallbackHandler):  # type: ignore[misc]

@@ -49,8 +49,9 @@ from types import CodeType
 from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID
 
-from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
+from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler, manager
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.tracers.context import register_configure_hook
 
 from rankbridge.capture import (
     NOT_RECORDED,
@@ -535,6 +536,13 @@ class RankbridgeAsyncCallbackHandler(_HandlerSettings, AsyncCallbackHandler):
 
 
 # -- process-wide attachment ------------------------------------------------------------------------
+# LangChain's public way to give a handler to every run of the process is ``register_configure_hook``: it
+# calls the hook's ``get()`` (a ContextVar's, or our slot's) with no arguments at the start of every run.
+# No public hook says which run is being configured (LangChain's callback API has none in langchain-core
+# 1.x), and a handler on every run is what makes capture cost twice as much on a chain. So the slot looks
+# at the code that starts the run, one frame up: once per code object it checks that the frames in between
+# are langchain_core's own configure functions; on any other layout it gives the handler to every run
+# (correct, only slower).
 def _code(obj: Any) -> CodeType | None:
     func = getattr(obj, "__func__", obj)  # a classmethod's function
     code = getattr(func, "__code__", None)
@@ -543,8 +551,6 @@ def _code(obj: Any) -> CodeType | None:
 
 def _stack_layout() -> tuple[CodeType | None, frozenset[CodeType], frozenset[CodeType]]:
     """The code objects :func:`_configuring_retriever` looks for, read from the installed langchain_core."""
-    from langchain_core.callbacks import manager
-
     configure = _code(getattr(manager, "_configure", None))
     methods = frozenset(
         c for c in (_code(manager.CallbackManager.configure), _code(manager.AsyncCallbackManager.configure)) if c
@@ -610,8 +616,8 @@ class _HookSlot:
     Without ``trace``, ``get()`` hands the handler only to retriever runs (see
     :func:`_configuring_retriever`); runs inside a retriever inherit it from there. LangChain charges
     every handler on every run of a chain, even one that ignores all their events, so keeping it off the
-    other runs saves most of the capture's cost (on the six-step LCEL chain of docs/benchmarks.md,
-    ``trace=True``, on every run, costs about twice the default).
+    other runs saves most of the capture's cost (``trace`` against the default on an LCEL chain:
+    docs/benchmarks.md).
     """
 
     __slots__ = ("handler",)
@@ -649,8 +655,6 @@ def attach(recorder: Recorder, *, trace: bool = False) -> Callable[[], None]:
     ``trace=False`` (the default) puts the handler on retriever runs only (see :class:`_HookSlot`);
     ``trace=True`` on every run, to follow chains and tools up to each retrieval's outermost run.
     """
-    from langchain_core.tracers.context import register_configure_hook
-
     handler = RankbridgeCallbackHandler(recorder, trace=trace)
     with _slots_lock:
         slot = next((s for s in _slots if s.handler is None), None)

@@ -38,6 +38,7 @@ __all__ = ["LlamaIndexRetriever"]
 
 def _import_base() -> Any:
     try:
+        # lazy: the framework, only when an adapter is built (import rankbridge stays framework-free)
         from llama_index.core.base.base_retriever import BaseRetriever
     except ImportError as exc:
         raise MissingExtraError("llama-index-core", "llamaindex", "LlamaIndexRetriever") from exc
@@ -45,6 +46,7 @@ def _import_base() -> Any:
 
 
 def _import_query_types() -> tuple[Any, Any, Any]:
+    # lazy: the framework, only when an adapter is built
     from llama_index.core.base.base_query_engine import BaseQueryEngine
     from llama_index.core.schema import NodeWithScore, QueryBundle
 

@@ -84,6 +84,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from llama_index.core import Settings
 from llama_index.core.callbacks.base_handler import BaseCallbackHandler
 from llama_index.core.callbacks.schema import BASE_TRACE_EVENT, CBEventType, EventPayload
 
@@ -357,8 +358,6 @@ def attach(recorder: Recorder, *, trace: bool = True) -> Callable[[], None]:
     skip a handler added after this one for that one event. A detached handler records nothing more,
     even where some list still holds it.
     """
-    from llama_index.core import Settings
-
     manager = Settings.callback_manager
     handler = RankbridgeLlamaIndexCallback(recorder)
     manager.add_handler(handler)
