@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import chain
+from itertools import chain, compress
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -15,8 +16,8 @@ from rankbridge.errors import IdMismatchError, IdMismatchWarning, InputError
 from rankbridge.fingerprint import qrels_fingerprint
 from rankbridge.idmatch import check_run
 from rankbridge.metrics.measures import Measure, parse_measure, parse_measures
-from rankbridge.metrics.ranking import HitTable, build_table, compute
-from rankbridge.types import GoldenSet, Qrels, Run, _plain_ranked
+from rankbridge.metrics.ranking import HitTable, compute, convert_checked
+from rankbridge.types import GoldenSet, Qrels, Run, _plain_judgments, _plain_ranked
 
 __all__ = ["Evaluation", "Executor", "IdMismatchWarning", "Partition", "evaluate", "merge_evaluations"]
 
@@ -265,6 +266,9 @@ def _as_qrels(qrels: Any) -> Qrels:
         return _golden_qrels(qrels)
     if isinstance(qrels, Qrels):
         return qrels
+    if type(qrels) is dict and _plain_judgments(qrels):
+        # {str: {str: int}} throughout: read in place for this call (the copy costs more than the metrics)
+        return Qrels._trusted(qrels)
     if isinstance(qrels, Mapping):
         return Qrels(qrels)
     raise InputError(
@@ -302,13 +306,13 @@ def _as_run_mapping(run: Any) -> tuple[Mapping[str, Any], Run | None, Mapping[st
     :class:`Run` or a Python object per hit, when every item is of one plain kind; anything else is
     validated through a Run, which names the bad item.
     """
-    if isinstance(run, Run):
-        return run._data, run, run.duplicates
+    if isinstance(run, Run):  # a Run stored as columns is read as columns (build_table knows it)
+        return (run if run.columns is not None else run._data), run, run.duplicates
     if isinstance(run, Mapping):
         if not run:
             return {}, None, {}
         # Plain dicts are read in place (no copy): check only what is cheap to check.
-        if not all(isinstance(q, str) for q in run):
+        if not set(map(type, run)) <= {str}:
             run = {str(q): v for q, v in run.items()}
         values = list(run.values())
         kinds = set(map(type, values))
@@ -382,7 +386,6 @@ def evaluate(
         :class:`rankbridge.integrations.ray.RayExecutor` (the result is the merge, equal to a local run).
         ``run`` may also be a Ray Dataset of rows ``query_id, doc_id, score`` (see ``docs/ray.md``).
 
-
     Raises
     ------
     IdMismatchError
@@ -417,23 +420,40 @@ def evaluate(
     if missing is None:
         missing = "skip" if captured else "zero"
 
-    failed = tuple(sorted(qid for qid in q if qid in errors and qid not in data))
-    missing_q = tuple(sorted(qid for qid in q if qid not in data and qid not in errors))
-    unjudged = tuple(sorted(qid for qid in _iter_ids(data, errors) if qid not in q))
-    if missing == "zero":
-        query_ids = tuple(sorted(q))
+    # Which queries are evaluated, missing, failed, unjudged: C-level passes over the sorted qrels ids.
+    qkeys = list(q._data)
+    order = sorted(range(len(qkeys)), key=qkeys.__getitem__)
+    all_ids = tuple(map(qkeys.__getitem__, order))
+    in_run = _has(data)
+    if type(data) is dict and len(data) == len(qkeys) and list(data) == qkeys:  # the run's queries are the qrels'
+        present = [True] * len(qkeys)
     else:
-        query_ids = tuple(sorted(qid for qid in q if qid in data))
+        present = list(map(in_run, all_ids))
+    absent = list(map(operator.not_, present))
+    if errors:
+        failed = tuple(qid for qid in compress(all_ids, absent) if qid in errors)
+        missing_q = tuple(qid for qid in compress(all_ids, absent) if qid not in errors)
+    else:
+        failed, missing_q = (), tuple(compress(all_ids, absent))
+    judged = q._data.__contains__
+    unjudged = (
+        ()
+        if all(present) and len(data) == len(qkeys)
+        else tuple(sorted(compress(data, map(operator.not_, map(judged, data)))))
+    )
+    if errors:
+        unjudged = tuple(sorted({*unjudged, *(qid for qid in errors if not in_run(qid) and not judged(qid))}))
+    query_ids = all_ids if missing == "zero" else tuple(compress(all_ids, present))
 
-    table = _cached_table(q, data, run_obj, query_ids, single_precision)  # validates the run's scores
+    ordered = np.array(order, dtype=np.int64) if missing == "zero" else None
+    table = _cached_table(q, data, run_obj, query_ids, single_precision, ordered)  # validates the run's scores
     notes: list[str] = []
     if check_ids and data:
         note = _check_ids(qrels if isinstance(qrels, GoldenSet) else q, data, run_obj)
         if note is not None:
             notes.append(note)
     values = {str(m): compute(table, m) for m in measures}
-    nrel = table.num_relevant(1)
-    no_relevant = tuple(qid for qid, n in zip(query_ids, nrel.tolist(), strict=True) if n == 0)
+    no_relevant = tuple(compress(query_ids, (table.num_relevant(1) == 0).tolist()))
     duplicates = sum(dropped.get(qid, 0) for qid in query_ids) if dropped else 0
     if captured and missing == "skip" and missing_q:
         notes.append(
@@ -456,9 +476,13 @@ def evaluate(
     )
 
 
-def _iter_ids(data: Mapping[str, Any], errors: Mapping[str, str]) -> Iterable[str]:
-    yield from data
-    yield from (qid for qid in errors if qid not in data)
+def _has(data: Mapping[str, Any]) -> Any:
+    """``qid in data`` as a C-level function where there is one (a dict's, a columnar Run's index)."""
+    if type(data) is dict:
+        return data.__contains__
+    if isinstance(data, Run) and data.columns is not None:
+        return data.columns.index.__contains__
+    return data.__contains__
 
 
 def _cached_table(
@@ -467,15 +491,21 @@ def _cached_table(
     run_obj: Run | None,
     query_ids: tuple[str, ...],
     single_precision: bool,
+    order: np.ndarray | None = None,
 ) -> HitTable:
-    """Build the HitTable once per (run, qrels, queries, precision); Run objects keep it."""
-    if run_obj is None:  # the qrels' plain dict: cheaper lookups than through the Mapping wrapper
-        return build_table(qrels._data, data, query_ids, single_precision=single_precision)
+    """Build the HitTable once per (run, qrels, queries, precision); Run objects keep it.
+
+    ``order``: ``query_ids[i] == list(qrels)[order[i]]`` when the query ids are all the qrels' queries.
+    """
+    # The qrels' plain dict: cheaper lookups than through the Mapping wrapper. The run's lists hold
+    # distinct str ids or Hits (a Run's, or _as_run_mapping's output): no need to check them again.
+    if run_obj is None:
+        return convert_checked(qrels._data, data, query_ids, single_precision, order)
     key = ("table", id(qrels), query_ids, single_precision)
     hit = run_obj._cache.get(key)
     if hit is not None and hit[0] is qrels:
         return hit[1]  # type: ignore[no-any-return]
-    table = build_table(qrels._data, data, query_ids, single_precision=single_precision)
+    table = convert_checked(qrels._data, data, query_ids, single_precision, order)
     run_obj._cache[key] = (qrels, table)
     return table
 

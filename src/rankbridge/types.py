@@ -426,9 +426,18 @@ def _plain_ranked(run: Mapping[str, Any], lists: list[Any]) -> tuple[dict[str, l
         if set(map(len, chain.from_iterable(lists))) != {2}:
             return None
         ids = list(map(list, map(map, repeat(_FIRST), lists)))
-        scores = list(chain.from_iterable(map(map, repeat(_SECOND), lists)))
-        if set(map(type, chain.from_iterable(ids))) != {str} or not set(map(type, scores)) <= {float, int}:
+        if set(map(type, chain.from_iterable(ids))) != {str}:
             return None
+        # The scores only need to be numbers (the list order is the ranking): what float() reads, as
+        # Run.add accepts; anything else, and NaN, goes to Run.add, which names the item.
+        n = sum(map(len, ids))
+        try:
+            values = np.fromiter(chain.from_iterable(map(map, repeat(_SECOND), lists)), dtype=np.float64, count=n)
+        except (TypeError, ValueError):
+            return None
+        if np.isnan(values).any():
+            return None
+        scores: list[Any] = []
     elif kinds == {Hit}:
         ids = list(map(list, map(map, repeat(_DOC_ID), lists)))
         scores = list(chain.from_iterable(map(map, repeat(_SCORE), lists)))
@@ -442,10 +451,14 @@ def _plain_ranked(run: Mapping[str, Any], lists: list[Any]) -> tuple[dict[str, l
         return None
     out = dict(zip(run, ids, strict=True))
     dropped: dict[str, int] = {}
-    for qid, n, distinct in zip(run, map(len, ids), map(len, map(set, ids)), strict=True):
-        if n != distinct:  # rare: copy the list without its repeats
-            out[qid] = list(dict.fromkeys(out[qid]))
-            dropped[qid] = n - distinct
+    lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    distinct = np.fromiter(map(len, map(set, ids)), dtype=np.int64, count=len(ids))
+    repeated = np.flatnonzero(lengths != distinct).tolist()
+    if repeated:  # rare: copy those lists without their repeats
+        qids = list(run)
+        for i in repeated:
+            out[qids[i]] = list(dict.fromkeys(ids[i]))
+            dropped[qids[i]] = int(lengths[i] - distinct[i])
     return out, dropped
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from rankbridge.errors import InputError
 from rankbridge.metrics.measures import Measure
-from rankbridge.types import Hit
+from rankbridge.types import Hit, Run, RunColumns
 
 __all__ = ["HitTable", "build_table", "compute"]
 
@@ -309,7 +309,28 @@ def build_table(
     >>> t.hit_rank.tolist(), t.hit_label.tolist(), t.n_ret.tolist()
     ([2, 3], [2, 1], [3])
     """
+    if isinstance(run, Run) and run.columns is not None:
+        return _columns_table(qrels, run.columns, query_ids, single_precision)
     table = _fast_table(qrels, run, query_ids, single_precision)
+    if table is None:
+        table = _generic_table(qrels, run, query_ids, single_precision=single_precision)
+    return table
+
+
+def convert_checked(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Any],
+    query_ids: Sequence[str],
+    single_precision: bool,
+    order: np.ndarray | None = None,
+) -> HitTable:
+    """:func:`build_table` for a run whose lists are known to hold distinct str ids or Hits (evaluate's).
+
+    ``order``: ``query_ids[i] == list(qrels)[order[i]]``, when the query ids are all the qrels' queries.
+    """
+    if isinstance(run, Run) and run.columns is not None:
+        return _columns_table(qrels, run.columns, query_ids, single_precision)
+    table = _fast_table(qrels, run, query_ids, single_precision, checked=True, order=order)
     if table is None:
         table = _generic_table(qrels, run, query_ids, single_precision=single_precision)
     return table
@@ -320,6 +341,35 @@ _DOC_ID = operator.attrgetter("doc_id")
 _FIRST = operator.itemgetter(0)
 #: Score comparisons done at once when ranking judged docs (bounds the temporary arrays to ~20 MB).
 _CELLS = 1 << 20
+#: Results longer than this are ranked one judged doc at a time (numpy's per-call cost is small there).
+_DEEP = 64
+
+_Hits = tuple[np.ndarray, np.ndarray, np.ndarray]  # (query index, rank, label) of retrieved judged docs
+
+
+def _index_of(query_ids: Sequence[str]) -> dict[str, int]:
+    return dict(zip(query_ids, range(len(query_ids)), strict=True))
+
+
+def _judgments(
+    qrels: Mapping[str, Mapping[str, int]], where: list[int | None] | np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(query index, label) of every judgment of the evaluated queries, in the qrels' order (None: not dicts).
+
+    ``where[i]`` is the query index of the qrels' ``i``-th query (None: not evaluated).
+    """
+    if isinstance(where, list) and None in where:
+        kept = list(map(operator.is_not, where, repeat(None)))
+        docs: list[Any] = list(compress(qrels.values(), kept))
+        where = list(compress(where, kept))
+    else:
+        docs = list(qrels.values())
+    if not set(map(type, docs)) <= {dict}:
+        return None
+    counts = np.fromiter(map(len, docs), dtype=_INT, count=len(docs))
+    query = np.repeat(np.asarray(where, dtype=_INT), counts)
+    label = np.fromiter(chain.from_iterable(map(dict.values, docs)), dtype=_INT, count=int(counts.sum()))
+    return query, label
 
 
 def _fast_table(
@@ -327,48 +377,61 @@ def _fast_table(
     run: Mapping[str, Any],
     query_ids: Sequence[str],
     single_precision: bool,
+    checked: bool = False,
+    order: np.ndarray | None = None,
 ) -> HitTable | None:
     """:func:`build_table` by C-level iteration and numpy; None when the input needs the generic path.
 
-    Per query it only looks up the judged docs (``map(dict.get, ...)`` for score dicts,
-    ``operator.countOf`` / ``indexOf`` for ranked lists, whichever side is shorter being scanned by C
-    code); the scores of the queries with a judged doc retrieved are read into one array, and each
-    judged doc's rank is counted there (higher scores, then equal ones with a larger doc id).
+    It works in the run's own order, not in ``query_ids``' (sorted) one: the dicts then sit in memory in
+    the order they are read, which makes reading them several times faster at 10^5 queries and more.
+    ``checked``: the lists are known to hold distinct str ids or Hits (evaluate validated them).
+    ``order``: ``query_ids[i] == list(qrels)[order[i]]`` (the query ids are the qrels' queries, sorted);
+    when the run then lists the qrels' queries in the qrels' order, no query id is looked up at all.
     """
-    # Work in the run's own order, not in query_ids' (sorted) one: the dicts then sit in memory in the
-    # order they are read, which makes reading them several times faster at 10^5 queries and more.
     n_q = len(query_ids)
-    index = dict(zip(query_ids, range(n_q), strict=True))
-    where = list(map(index.get, run))
-    evaluated = np.fromiter(map(operator.is_not, where, repeat(None)), dtype=bool, count=len(where))
-    keys: list[str] = list(compress(run, evaluated.tolist())) if not evaluated.all() else list(run)
-    position = np.fromiter(compress(where, evaluated.tolist()), dtype=_INT, count=int(evaluated.sum()))
-    results = list(map(run.__getitem__, keys))
-    judged: list[Any] = list(map(qrels.get, keys, repeat(_EMPTY)))
-    # every judgment of the evaluated queries, in the qrels' own order (for |R| and the ideal DCG)
-    qrels_where = list(map(index.get, qrels))
-    in_qrels = np.fromiter(map(operator.is_not, qrels_where, repeat(None)), dtype=bool, count=len(qrels_where))
-    all_judged: list[Any] = list(compress(qrels.values(), in_qrels.tolist()))
-    if not all(map(isinstance, judged, repeat(dict))) or not all(map(isinstance, all_judged, repeat(dict))):
+    keys = list(run)
+    results = list(run.values())
+    judged: list[Any]
+    if order is not None and len(keys) == n_q and keys == list(qrels):
+        position = np.empty(n_q, dtype=_INT)
+        position[order] = np.arange(n_q, dtype=_INT)
+        judgments = _judgments(qrels, position)
+        judged = list(qrels.values())
+    else:
+        index = _index_of(query_ids)
+        where = list(map(index.get, keys))
+        if None in where:  # queries in the run that are not evaluated
+            kept = list(map(operator.is_not, where, repeat(None)))
+            keys, results, where = (list(compress(x, kept)) for x in (keys, results, where))
+        position = np.array(where, dtype=_INT)
+        judgments = _judgments(qrels, list(map(index.get, qrels)))
+        judged = list(map(qrels.get, keys, repeat(_EMPTY)))
+    if judgments is None or not set(map(type, judged)) <= {dict}:
         return None
-    counts = np.fromiter(map(len, all_judged), dtype=_INT, count=len(all_judged))
-    judged_query = np.repeat(np.fromiter(compress(qrels_where, in_qrels.tolist()), dtype=_INT), counts)
-    judged_label = np.fromiter(chain.from_iterable(map(dict.values, all_judged)), dtype=_INT, count=int(counts.sum()))
-
     lengths = np.fromiter(map(len, results), dtype=_INT, count=len(results))
-    n_judged = np.fromiter(map(len, judged), dtype=_INT, count=len(judged))
     n_ret = np.zeros(n_q, dtype=_INT)
     n_ret[position] = lengths
-    is_dict = np.fromiter(map(isinstance, results, repeat(dict)), dtype=bool, count=len(results))
-    is_seq = np.fromiter(map(isinstance, results, repeat((list, tuple))), dtype=bool, count=len(results))
-    if not np.all(is_dict | is_seq):
+    n_judged = np.fromiter(map(len, judged), dtype=_INT, count=len(judged))
+    kinds = set(map(type, results))
+    if kinds == {dict}:
+        parts = [_scored_hits(results, judged, lengths, n_judged, single_precision)]
+    elif kinds <= {list, tuple}:
+        parts = [_ranked_hits(results, judged, n_judged, checked)]
+    elif kinds <= {dict, list, tuple}:
+        is_dict = np.fromiter(map(isinstance, results, repeat(dict)), dtype=bool, count=len(results))
+        parts = []
+        for sel, scored in ((np.flatnonzero(is_dict), True), (np.flatnonzero(~is_dict), False)):
+            rows = sel.tolist()
+            res, jud = list(map(results.__getitem__, rows)), list(map(judged.__getitem__, rows))
+            got = (
+                _scored_hits(res, jud, lengths[sel], n_judged[sel], single_precision)
+                if scored
+                else _ranked_hits(res, jud, n_judged[sel], checked)
+            )
+            parts.append(None if got is None else (sel[got[0]], got[1], got[2]))
+    else:
         return None  # another Mapping or sequence type
-    active = (n_judged > 0) & (lengths > 0)
-    parts = [
-        _fast_scored(results, judged, lengths, n_judged, np.flatnonzero(active & is_dict), single_precision),
-        _fast_ranked(results, judged, n_judged, np.flatnonzero(active & is_seq)),
-    ]
-    if parts[0] is None or parts[1] is None:
+    if any(p is None for p in parts):
         return None
     local, hit_rank, hit_label = (np.concatenate([p[i] for p in parts]) for i in range(3))  # type: ignore[index]
     return HitTable(
@@ -377,168 +440,232 @@ def _fast_table(
         hit_query=position[local],
         hit_rank=hit_rank,
         hit_label=hit_label,
-        judged_query=judged_query,
-        judged_label=judged_label,
+        judged_query=judgments[0],
+        judged_label=judgments[1],
     )
 
 
-_Hits = tuple[np.ndarray, np.ndarray, np.ndarray]  # (query index, rank, label) of retrieved judged docs
+def _per_judged(values: list[Any], n_judged: np.ndarray) -> list[Any] | np.ndarray:
+    """``values[i]`` repeated ``n_judged[i]`` times (an object array: repeated by numpy, not by Python)."""
+    if len(n_judged) and n_judged.min() == 1 == n_judged.max():
+        return values
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out.repeat(n_judged)
 
 
-def _judged_lookup(
-    res: list[Any], jud: list[dict[str, int]], counts: np.ndarray, look: Any
-) -> tuple[list[Any], list[str], np.ndarray, np.ndarray]:
-    """``look(res[i], doc)`` for every judged doc of every query ``i``: (values, docs, i, label)."""
-    docs = list(chain.from_iterable(jud))
-    values = list(map(look, chain.from_iterable(map(repeat, res, counts.tolist())), docs))
-    labels = np.fromiter(chain.from_iterable(map(dict.values, jud)), dtype=_INT, count=len(docs))
-    return values, docs, np.repeat(np.arange(len(res), dtype=_INT), counts), labels
-
-
-def _fast_scored(
-    results: list[Any],
+def _scored_hits(
+    results: list[dict[str, Any]],
     judged: list[dict[str, int]],
-    n_ret: np.ndarray,
+    lengths: np.ndarray,
     n_judged: np.ndarray,
-    queries: np.ndarray,
     single_precision: bool,
 ) -> _Hits | None:
-    """Ranks of the judged docs in ``{doc: score}`` results (None: a score needs the generic path)."""
+    """Ranks of the judged docs in ``{doc: score}`` results (None: a score needs the generic path).
+
+    Each judged doc's score is looked up in its query's dict (``map(dict.get, ...)``: one lookup per
+    judgment, not per hit); the scores of the queries with a judged doc retrieved are read into one array,
+    and each judged doc's rank is counted there (higher scores, then equal ones with a larger doc id).
+    """
+    active = np.flatnonzero((n_judged > 0) & (lengths > 0))
     empty = np.zeros(0, dtype=_INT)
-    if not len(queries):
+    if not len(active):
         return empty, empty, empty
-    res = list(map(results.__getitem__, queries.tolist()))
-    jud = list(map(judged.__getitem__, queries.tolist()))
-    got, docs, local, label = _judged_lookup(res, jud, n_judged[queries], dict.get)
+    if len(active) < len(results):
+        rows = active.tolist()
+        results, judged = list(map(results.__getitem__, rows)), list(map(judged.__getitem__, rows))
+        lengths, n_judged = lengths[active], n_judged[active]
+    docs = list(chain.from_iterable(judged))
+    label = np.fromiter(chain.from_iterable(map(dict.values, judged)), dtype=_INT, count=len(docs))
+    got = list(map(dict.get, _per_judged(results, n_judged), docs))
     found = np.fromiter(map(operator.is_not, got, repeat(None)), dtype=bool, count=len(got))
-    hit = np.zeros(len(queries), dtype=bool)
-    hit[local[found]] = True
-    # A query none of whose judged docs was retrieved: its doc ids must be str (else nothing could match)
-    missed = map(res.__getitem__, np.flatnonzero(~hit).tolist())
+    owner = np.repeat(np.arange(len(results), dtype=_INT), n_judged)
+    hit = np.zeros(len(results), dtype=bool)
+    hit[owner[found]] = True
+    # A query none of whose judged docs was retrieved: its doc ids must be str (else nothing could match).
+    missed = map(results.__getitem__, np.flatnonzero(~hit).tolist())
     if not all(map(isinstance, map(next, map(iter, missed)), repeat(str))):
         return None
     if not hit.any():
         return empty, empty, empty
-    local, label = local[found], label[found]
-    docs = list(compress(docs, found.tolist()))
-    hit_queries = np.flatnonzero(hit)  # local indices of the queries with a judged doc retrieved
-    res = list(map(res.__getitem__, hit_queries.tolist()))
-    lengths = n_ret[queries[hit_queries]]
-    found_scores = list(compress(got, found.tolist()))
-    seg = np.searchsorted(hit_queries, local)  # each found judged doc's query, in res / lengths
-    rank = np.zeros(len(local), dtype=_INT)
-    deep = lengths[seg] > _DEEP
-    if deep.any():
-        # Deep lists (a first-stage run, depth 1,000): one query at a time, where numpy's per-call cost is
-        # small against the list's length; the shallow ones are counted all at once below.
-        bounds = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1], True])
-        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-            if deep[lo]:
-                try:
-                    rank[lo:hi] = _ranks_from_scores(
-                        "", res[seg[lo]], docs[lo:hi], found_scores[lo:hi], single_precision
-                    )
-                except (InputError, TypeError, ValueError):
-                    return None  # the generic path names the bad score
-    shallow = np.flatnonzero(~deep)
-    if len(shallow):
-        got_rank = _shallow_ranks(
-            [res[i] for i in np.unique(seg[shallow]).tolist()],
-            seg[shallow],
-            [docs[i] for i in shallow.tolist()],
-            [found_scores[i] for i in shallow.tolist()],
-            lengths,
-            single_precision,
-        )
-        if got_rank is None:
-            return None
-        rank[shallow] = got_rank
-    return queries[local].astype(_INT), rank, label
-
-
-#: Lists longer than this are ranked one query at a time (see _fast_scored).
-_DEEP = 64
-
-
-def _shallow_ranks(
-    res: list[dict[str, Any]],
-    seg: np.ndarray,
-    docs: list[str],
-    found: list[Any],
-    lengths_all: np.ndarray,
-    single_precision: bool,
-) -> np.ndarray | None:
-    """trec_eval ranks of judged docs ``docs`` (scores ``found``) in short score dicts, all at once.
-
-    ``seg`` gives each doc's query as an index into ``lengths_all``; ``res`` holds those queries' dicts in
-    order of ``np.unique(seg)``. Each doc is compared with every score of its query, ``_CELLS`` at a time.
-    """
-    segs, seg = np.unique(seg, return_inverse=True)
-    lengths = lengths_all[segs]
     try:
-        scores = np.fromiter(chain.from_iterable(map(dict.values, res)), dtype=np.float64, count=int(lengths.sum()))
-        mine = np.array(found, dtype=np.float64)
+        pivot = np.array(list(compress(got, found.tolist())), dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    owner, label = owner[found], label[found]
+    docs = list(compress(docs, found.tolist()))
+    hit_queries = np.flatnonzero(hit)
+    hit_lengths = lengths[hit_queries]
+    try:
+        scores = np.fromiter(
+            chain.from_iterable(map(dict.values, map(results.__getitem__, hit_queries.tolist()))),
+            dtype=np.float64,
+            count=int(hit_lengths.sum()),
+        )
     except (TypeError, ValueError):
         return None
     if np.isnan(scores).any():
-        return None
+        return None  # the generic path names the query and doc
+    seg = np.searchsorted(hit_queries, owner)  # each found doc's query, as an index into hit_queries
+    starts = np.cumsum(hit_lengths) - hit_lengths
+    rank = _ranks_in_segments(
+        scores, starts[seg], hit_lengths[seg], pivot, single_precision, lambda i: list(results[hit_queries[seg[i]]])
+    )
+    _break_ties(rank, docs)
+    return active[owner], rank[0], label
+
+
+def _ranks_in_segments(
+    scores: np.ndarray,
+    start: np.ndarray,
+    length: np.ndarray,
+    pivot: np.ndarray,
+    single_precision: bool,
+    segment_docs: Any,
+) -> tuple[np.ndarray, list[tuple[int, list[str], np.ndarray]]]:
+    """1 + how many scores of each doc's segment ``scores[start:start+length]`` exceed its own ``pivot``.
+
+    Also the docs whose score is tied with another in their segment: ``(i, the segment's doc ids, mask
+    of the tied scores)``, for :func:`_break_ties`. Short segments are compared all at once (``_CELLS``
+    scores at a time), long ones one doc at a time.
+    """
     if single_precision:  # trec_eval compares scores as C floats (beyond float32 range: inf, as in C)
         with np.errstate(over="ignore"):
-            scores, mine = scores.astype(np.float32), mine.astype(np.float32)
-    start = (np.cumsum(lengths) - lengths)[seg]
-    length = lengths[seg]
-    gt = np.zeros(len(seg), dtype=_INT)
-    eq = np.zeros(len(seg), dtype=_INT)
-    ends = np.cumsum(length)
-    lo = 0
-    while lo < len(seg):
-        hi = max(lo + 1, int(np.searchsorted(ends, ends[lo] - length[lo] + _CELLS, "right")))
-        n = length[lo:hi]
-        owner = np.repeat(np.arange(hi - lo), n)
-        cell = np.arange(int(n.sum()), dtype=_INT) - np.repeat(np.cumsum(n) - n - start[lo:hi], n)
-        values, pivot = scores[cell], mine[lo:hi][owner]
-        gt[lo:hi] = np.bincount(owner[values > pivot], minlength=hi - lo)
-        eq[lo:hi] = np.bincount(owner[values == pivot], minlength=hi - lo)
-        lo = hi
-    rank = gt + 1
+            scores, pivot = scores.astype(np.float32), pivot.astype(np.float32)
+    n = len(pivot)
+    gt = np.zeros(n, dtype=_INT)
+    eq = np.zeros(n, dtype=_INT)
+    deep = length > _DEEP
+    for i in np.flatnonzero(deep).tolist():
+        row = scores[start[i] : start[i] + length[i]]
+        gt[i] = np.count_nonzero(row > pivot[i])
+        eq[i] = np.count_nonzero(row == pivot[i])
+    shallow = np.flatnonzero(~deep)
+    if len(shallow):
+        width = int(length[shallow].max())
+        cols = np.arange(width, dtype=_INT)
+        step = max(1, _CELLS // width)
+        last = max(len(scores) - 1, 0)
+        for lo in range(0, len(shallow), step):
+            rows = shallow[lo : lo + step]
+            cells = np.minimum(start[rows, None] + cols, last)
+            valid = cols < length[rows, None]
+            values, p = scores[cells], pivot[rows, None]
+            gt[rows] = np.count_nonzero((values > p) & valid, axis=1)
+            eq[rows] = np.count_nonzero((values == p) & valid, axis=1)
+    tied = []
     for i in np.flatnonzero(eq > 1).tolist():
-        # Equal scores: trec_eval puts the larger doc id first (strcmp, i.e. code-point order).
-        doc, row = docs[i], scores[start[i] : start[i] + length[i]]
-        keys = list(res[seg[i]])
-        rank[i] += sum(1 for j in np.flatnonzero(row == mine[i]).tolist() if keys[j] > doc)
-    return rank
+        row = scores[start[i] : start[i] + length[i]]
+        tied.append((i, segment_docs(i), row == pivot[i]))
+    return gt + 1, tied
 
 
-def _fast_ranked(
-    results: list[Any], judged: list[dict[str, int]], n_judged: np.ndarray, queries: np.ndarray
-) -> _Hits | None:
-    """Ranks of the judged docs in lists of str ids or of Hits, in rank order (None: mixed items)."""
+def _break_ties(rank: tuple[np.ndarray, list[tuple[int, list[str], np.ndarray]]], docs: Sequence[str]) -> None:
+    """Equal scores: trec_eval puts the larger doc id first (strcmp, i.e. code-point order)."""
+    ranks, tied = rank
+    for i, segment, same in tied:
+        doc = docs[i]
+        ranks[i] += sum(1 for j in np.flatnonzero(same).tolist() if segment[j] > doc)
+
+
+def _ranked_hits(results: list[Any], judged: list[dict[str, int]], n_judged: np.ndarray, checked: bool) -> _Hits | None:
+    """Ranks of the judged docs in lists of str ids or of Hits, in rank order (None: mixed items).
+
+    ``operator.countOf`` / ``indexOf`` scan a list in C for one judged doc: cheaper than hashing every
+    hit when a query has few judgments (the common case).
+    """
     empty = np.zeros(0, dtype=_INT)
-    if not len(queries):
+    lengths = np.fromiter(map(len, results), dtype=_INT, count=len(results))
+    active = np.flatnonzero((n_judged > 0) & (lengths > 0))
+    if not len(active):
         return empty, empty, empty
-    lists = list(map(results.__getitem__, queries.tolist()))
+    rows = active.tolist()
+    lists = list(map(results.__getitem__, rows)) if len(active) < len(results) else results
+    jud = list(map(judged.__getitem__, rows)) if len(active) < len(results) else judged
+    n_judged = n_judged[active]
     of_hits = np.fromiter(map(isinstance, map(_FIRST, lists), repeat(Hit)), dtype=bool, count=len(lists))
     if of_hits.any():  # lists of Hits (a Run's): their doc ids
-        hit_lists = list(map(lists.__getitem__, np.flatnonzero(of_hits).tolist()))
-        if set(map(type, chain.from_iterable(hit_lists))) != {Hit}:
+        hit_rows = np.flatnonzero(of_hits).tolist()
+        hit_lists = list(map(lists.__getitem__, hit_rows))
+        if not checked and set(map(type, chain.from_iterable(hit_lists))) != {Hit}:
             return None
         ids = list(map(list, map(map, repeat(_DOC_ID), hit_lists)))
         if of_hits.all():
             lists = ids
         else:
-            for i, row in zip(np.flatnonzero(of_hits).tolist(), ids, strict=True):
+            lists = list(lists)
+            for i, row in zip(hit_rows, ids, strict=True):
                 lists[i] = row
-    if not of_hits.all():
+    if not checked and not of_hits.all():
         str_lists = map(lists.__getitem__, np.flatnonzero(~of_hits).tolist())
         if set(map(type, chain.from_iterable(str_lists))) != {str}:
             return None
-    jud = list(map(judged.__getitem__, queries.tolist()))
-    counts, docs, local, label = _judged_lookup(lists, jud, n_judged[queries], operator.countOf)
+    docs = list(chain.from_iterable(jud))
+    label = np.fromiter(chain.from_iterable(map(dict.values, jud)), dtype=_INT, count=len(docs))
+    per_judged = _per_judged(lists, n_judged)
+    counts = list(map(operator.countOf, per_judged, docs))
     found = np.fromiter(map(bool, counts), dtype=bool, count=len(counts))
-    local, label = local[found], label[found]
-    rows = map(lists.__getitem__, local.tolist())
-    rank = np.fromiter(map(operator.indexOf, rows, compress(docs, found.tolist())), dtype=_INT, count=len(local))
-    return queries[local].astype(_INT), rank + 1, label
+    owner = np.repeat(np.arange(len(lists), dtype=_INT), n_judged)[found]
+    mask = found.tolist()
+    rank = np.fromiter(
+        map(operator.indexOf, compress(per_judged, mask), compress(docs, mask)), dtype=_INT, count=len(owner)
+    )
+    return active[owner], rank + 1, label[found]
+
+
+def _columns_table(
+    qrels: Mapping[str, Mapping[str, int]], cols: RunColumns, query_ids: Sequence[str], single_precision: bool
+) -> HitTable:
+    """:func:`build_table` for a run stored as columns (:meth:`Run.from_columns`): numpy over the rows.
+
+    Each row's doc is looked up in its query's judgments (one ``dict.get`` per row, by C-level ``map``);
+    a ranked run's rank is the row's place in its query, a scored run's is counted among its scores.
+    """
+    n_q = len(query_ids)
+    index = _index_of(query_ids)
+    judgments = _judgments(qrels, list(map(index.get, qrels)))
+    if judgments is None:
+        raise InputError("qrels: expected {qid: {doc: label}} dicts")
+    where = list(map(index.get, cols.query_ids))
+    judged: list[Any] = list(map(qrels.get, cols.query_ids, repeat(_EMPTY)))
+    if None in where:  # queries of the run that are not evaluated: no judgments, no n_ret
+        judged = [_EMPTY if w is None else j for w, j in zip(where, judged, strict=True)]
+    offsets = cols.offsets
+    lengths = np.diff(offsets)
+    evaluated = np.fromiter(map(operator.is_not, where, repeat(None)), dtype=bool, count=len(where))
+    position = np.array([w if w is not None else -1 for w in where] if not evaluated.all() else where, dtype=_INT)
+    n_ret = np.zeros(n_q, dtype=_INT)
+    n_ret[position[evaluated]] = lengths[evaluated]
+    got = list(map(dict.get, chain.from_iterable(map(repeat, judged, lengths.tolist())), cols.doc_ids))
+    found = np.fromiter(map(operator.is_not, got, repeat(None)), dtype=bool, count=len(got))
+    row = np.flatnonzero(found)
+    label = np.array(list(compress(got, found.tolist())), dtype=_INT)
+    query = np.searchsorted(offsets, row, "right") - 1
+    if cols.ranked:
+        rank = row - offsets[query] + 1
+    else:
+        docs = cols.doc_ids
+        found_docs = list(map(docs.__getitem__, row.tolist()))
+        start, length = offsets[query], lengths[query]
+        counted = _ranks_in_segments(
+            cols.scores,
+            start,
+            length,
+            cols.scores[row],
+            single_precision,
+            lambda i: docs[start[i] : start[i] + length[i]],
+        )
+        _break_ties(counted, found_docs)
+        rank = counted[0]
+    return HitTable(
+        query_ids=tuple(query_ids),
+        n_ret=n_ret,
+        hit_query=position[query],
+        hit_rank=rank.astype(_INT),
+        hit_label=label,
+        judged_query=judgments[0],
+        judged_label=judgments[1],
+    )
 
 
 def _generic_table(
@@ -610,4 +737,3 @@ def _generic_table(
         judged_query=np.asarray(judged_query, dtype=_INT),
         judged_label=np.asarray(judged_label, dtype=_INT),
     )
-
