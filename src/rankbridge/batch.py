@@ -39,6 +39,7 @@ Examples
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import math
 import random
@@ -49,9 +50,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any
+from typing import Any, TypeVar
 
-from rankbridge.errors import BudgetExceededError, InputError, RankbridgeError
+from rankbridge.errors import BudgetExceededError, CallTimeout, InputError, RankbridgeError
+
+T = TypeVar("T")
 
 __all__ = [
     "ERROR",
@@ -60,10 +63,12 @@ __all__ = [
     "BlockResult",
     "Budget",
     "BudgetExceededError",
+    "CallTimeout",
     "Charges",
     "Control",
     "Failure",
     "Outcome",
+    "Pacer",
     "Policy",
     "Task",
     "arun_block",
@@ -73,6 +78,7 @@ __all__ = [
     "run_async",
     "run_block",
     "run_sync",
+    "within",
 ]
 
 #: Failure kinds. ``BUDGET`` items were not tried because the budget (or the error limit) stopped the batch.
@@ -316,7 +322,7 @@ class Policy:
         return wait
 
 
-class _Pacer:
+class Pacer:
     """Start times spaced ``1 / rate`` apart; shared by threads and coroutines (the lock is never awaited)."""
 
     def __init__(self, rate: float | None) -> None:
@@ -333,6 +339,30 @@ class _Pacer:
             start = max(now, self.next_start)
             self.next_start = start + self.interval
             return start - now
+
+    async def turn(self) -> None:
+        """Wait (asynchronously) for this call's start."""
+        wait = self.reserve()
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+
+async def within(aw: Awaitable[T], timeout: float | None) -> T:
+    """``await aw``, or :class:`~rankbridge.errors.CallTimeout` after ``timeout`` seconds (it is cancelled).
+
+    Unlike ``asyncio.wait_for``, a ``TimeoutError`` raised by the callee itself propagates as it is, so
+    it never reads as our timeout.
+    """
+    if timeout is None:
+        return await aw
+    task = asyncio.ensure_future(aw)
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        raise CallTimeout(f"timed out after {timeout:g} s")
+    return task.result()
 
 
 # -- the budget ----------------------------------------------------------------------------------------
@@ -612,7 +642,7 @@ class _SyncEngine:
         self.control = retrier.control
         self.policy = retrier.policy
         self.budget = budget
-        self.pacer = _Pacer(self.policy.rate_limit)
+        self.pacer = Pacer(self.policy.rate_limit)
         self.cond = threading.Condition(self.control.lock)
         self.slots: list[_Slot] = []
         self.live = 0
@@ -639,15 +669,17 @@ class _SyncEngine:
                     return
                 task = pending.popleft()
                 slot.task = task
-            delay = max(task.not_before - perf_counter(), pacer.reserve())
-            if delay > 0 and self.stop.wait(delay):
-                continue
-            refused = _admit(budget)
-            if refused is not None:
-                with lock:
-                    slot.task = None
-                    retrier.failed(task, refused, 0.0, retryable=False, error=None)
-                continue
+            if task.not_before or pacer.interval:  # a retry's backoff, or a rate limit: wait for the start
+                delay = max(task.not_before - perf_counter(), pacer.reserve())
+                if delay > 0 and self.stop.wait(delay):
+                    continue
+            if budget is not None:
+                refused = _admit(budget)
+                if refused is not None:
+                    with lock:
+                        slot.task = None
+                        retrier.failed(task, refused, 0.0, retryable=False, error=None)
+                    continue
             t0 = perf_counter()
             if timeout is not None:
                 slot.deadline = t0 + timeout
@@ -786,7 +818,7 @@ async def run_async(
     pending: deque[Task] = deque(tasks)
     lock = ctl.lock
     timeout = policy.timeout
-    pacer = _Pacer(policy.rate_limit)
+    pacer = Pacer(policy.rate_limit)
     # Timeouts: on 3.11+ one watchdog task cancels calls past their deadline (a timer per call costs
     # ~10 us); on 3.10, asyncio.wait_for.
     watchdog = timeout is not None and hasattr(asyncio.Task, "uncancel")
@@ -798,14 +830,16 @@ async def run_async(
         assert me is not None
         while pending and not ctl.closed:
             task = pending.popleft()
-            delay = max(task.not_before - perf_counter(), pacer.reserve())
-            if delay > 0:
-                await asyncio.sleep(delay)
-            refused = _admit(budget)
-            if refused is not None:
-                with lock:
-                    retrier.failed(task, refused, 0.0, retryable=False, error=None)
-                continue
+            if task.not_before or pacer.interval:
+                delay = max(task.not_before - perf_counter(), pacer.reserve())
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            if budget is not None:
+                refused = _admit(budget)
+                if refused is not None:
+                    with lock:
+                        retrier.failed(task, refused, 0.0, retryable=False, error=None)
+                    continue
             t0 = perf_counter()
             failure: Failure | None = None
             error: BaseException | None = None

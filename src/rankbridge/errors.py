@@ -19,6 +19,7 @@ The hierarchy::
         ├── LLMError                    the user's LLM raised, timed out, or kept replying unreadably
         ├── JudgeCacheError (OSError)   the judge cache file cannot be created, written or locked
         ├── BudgetExceededError         a batch's call/token budget (or error limit) stops new calls
+        ├── CallTimeout                 one call of a batch outlived its policy's timeout
         └── GenerationError             query generation left documents without a query; carries ``result``
 
     UserWarning
@@ -49,6 +50,7 @@ if TYPE_CHECKING:  # annotations only: at run time this module imports nothing o
 
 __all__ = [
     "BudgetExceededError",
+    "CallTimeout",
     "CheckpointError",
     "ContextMatchError",
     "GenerationError",
@@ -215,6 +217,13 @@ class BudgetExceededError(RankbridgeError):
     """A batch's budget -- calls (prompts), tokens, or items failed -- stops new calls (see :mod:`rankbridge.batch`).
 
     Raised inside the batch; the items not tried are reported as not judged / not scored, never dropped.
+    """
+
+
+class CallTimeout(RankbridgeError):
+    """One call of a batch outlived its policy's ``timeout`` (see :func:`rankbridge.batch.within`).
+
+    Its own class, so that a ``TimeoutError`` raised by the user's LLM or retriever never reads as ours.
     """
 
 

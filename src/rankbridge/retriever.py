@@ -2,7 +2,7 @@
 
 A retriever, for rankbridge, is anything with ``retrieve(query, k)`` (and ``aretrieve(query, k)``) that
 returns the top ``k`` hits for a query string as :class:`~rankbridge.Hit` objects in rank order. The
-adapters in :mod:`rankbridge.adapters` turn LlamaIndex and LangChain objects and plain functions into
+adapters in :mod:`rankbridge.frameworks` turn LlamaIndex and LangChain objects and plain functions into
 one; :class:`StaticRetriever` answers from a table, for tests (like ``httpx.MockTransport``).
 
 Doc-id resolution
@@ -332,9 +332,10 @@ def normalize_hits(
     if len(seq) > k:
         notes.append(f"returned {len(seq)} hits for k={k}; kept the first {k}")
         seq = seq[:k]
-    specs = _normalize_spec(id_from)
-    fast = specs == ("id",) and doc_map is None
-    if fast and keep_text and all(type(h) is Hit and type(h.doc_id) is str and h.doc_id for h in seq):
+    # the default id source, as given or as an adapter keeps it normalised, skips re-checking the spec
+    specs = _DEFAULT_SPEC if id_from is None or id_from == _DEFAULT_SPEC else _normalize_spec(id_from)
+    fast = specs == _DEFAULT_SPEC and doc_map is None
+    if fast and keep_text and _clean_hit_list(seq):
         return list(seq), notes  # the common case: a retriever that already returns Hits
     if fast and seq:
         plain = _fast_plain(seq)
@@ -401,6 +402,18 @@ def normalize_hits(
     return hits, notes
 
 
+_DEFAULT_SPEC: tuple[str] = ("id",)
+_HIT_ID = operator.attrgetter("doc_id")
+
+
+def _clean_hit_list(seq: Sequence[Any]) -> bool:
+    """True when every item is a Hit with a non-empty str id (C-level passes, no loop per hit)."""
+    if set(map(type, seq)) != {Hit}:
+        return not seq
+    ids = list(map(_HIT_ID, seq))
+    return set(map(type, ids)) == {str} and all(ids)
+
+
 def _fast_plain(seq: Sequence[Any]) -> list[Hit] | None:
     """Doc-id strings or ``(doc_id, float)`` pairs, ids non-empty: their Hits at once (None: anything else).
 
@@ -417,7 +430,7 @@ def _fast_plain(seq: Sequence[Any]) -> list[Hit] | None:
         return None
     if any(map(operator.ne, scores, scores)):  # NaN: the general loop turns it into "no score"
         return None
-    return list(map(Hit, ids, map(float, scores)))
+    return list(map(Hit, ids, scores if set(map(type, scores)) == {float} else map(float, scores)))
 
 
 def _fast_framework(seq: Sequence[Any], keep_text: bool) -> list[Hit] | None:

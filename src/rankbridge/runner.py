@@ -52,37 +52,37 @@ import concurrent.futures
 import contextlib
 import copy
 import json
-import math
 import os
-import sys
 import threading
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from time import perf_counter
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, Any, Literal
 
+from rankbridge import batch
+from rankbridge.apps import Retrieval, arun_app, is_app, run_app
+from rankbridge.batch import BlockResult, Failure, Outcome, Policy, Task
 from rankbridge.errors import (
     CheckpointError,
     IdMismatchError,
     InputError,
     ParseError,
-    RankbridgeError,
     RetrievalError,
 )
-from rankbridge.retriever import normalize_hits
+from rankbridge.frameworks import DEFAULT_K, AdapterBase, Staged, adapt
+from rankbridge.idmatch import check_results, check_run
+from rankbridge.io._atomic import atomic_write
+from rankbridge.retriever import _spec_name, normalize_hits
 from rankbridge.types import GoldenSet, Hit, Query, Run, _check_id
-
-if TYPE_CHECKING:
-    from rankbridge.apps import Retrieval
 
 __all__ = ["RunSummary", "arun_retriever", "run_retriever", "summarize"]
 
 Mode = Literal["auto", "async", "sync"]
 QueriesLike = GoldenSet | Mapping[Any, str] | Iterable[Query | tuple[Any, str]]
 
-FAILURE_KINDS = ("timeout", "error", "invalid result")
+#: The kinds a query's failure has (:class:`rankbridge.batch.Failure`); ``"other"`` for unknown messages.
+FAILURE_KINDS = (batch.TIMEOUT, batch.ERROR, batch.INVALID)
 #: The run stops (unless ``keep_going=True``) when its first this-many finished queries all failed alike.
 FAIL_FAST = 5
 #: Queries retrieved before the run to check that their doc ids are the ones the golden set judges.
@@ -97,6 +97,8 @@ def _as_queries(queries: Any) -> list[tuple[str, str]]:
     if isinstance(queries, GoldenSet):
         items: Iterable[Any] = [(q.id, q.text) for q in queries.queries]
     elif isinstance(queries, Mapping):
+        if set(map(type, queries)) <= {str} and set(map(type, queries.values())) <= {str}:
+            return list(queries.items())  # the common case, checked by C-level passes: str ids, unique as keys
         items = queries.items()
     elif isinstance(queries, (str, bytes)) or not isinstance(queries, Iterable):
         raise InputError(
@@ -207,8 +209,6 @@ def _load_checkpoint(
             problems[qid] = list(obj["notes"])
         resumed += 1
     if rewrite:
-        from rankbridge.io._atomic import atomic_write
-
         with atomic_write(path) as out:
             for _i, obj in sorted(entries.values(), key=lambda e: e[0]):
                 if obj.get("error") and retry_failed:
@@ -233,7 +233,7 @@ class _Bar:
         self._task: Any = None
         if not enabled:
             return
-        try:
+        try:  # lazy: rich is an extra, needed only for a bar on a terminal
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
         except ImportError:
@@ -262,40 +262,32 @@ class _Bar:
 
 
 # -- shared bookkeeping ----------------------------------------------------------------------------
-class _Job:
-    __slots__ = ("attempt", "errors", "not_before", "qid", "text")
-
-    def __init__(self, qid: str, text: str) -> None:
-        self.qid = qid
-        self.text = text
-        self.attempt = 0
-        self.not_before = 0.0
-        self.errors: list[str] = []
-
-
 class _Recorder:
-    """Writes finished queries into the run, the checkpoint and the bar; decides retries. Thread-safe."""
+    """The engine's sink: writes finished queries into the run, the checkpoint and the bar.
+
+    Called by :mod:`rankbridge.batch` with ``control.lock`` held; stops the batch (``control.closed``) when
+    the first queries all fail alike or the checkpoint cannot be written.
+    """
 
     def __init__(
         self,
         run: Run,
         k: int | None,
-        retries: int,
-        backoff: float,
         checkpoint: IO[str] | None,
         bar: _Bar,
         problems: dict[str, list[str]],
+        failures: dict[str, Failure],
     ) -> None:
         self.run = run
         self.k = k  # what each call asks for; None: as the retriever is configured
         self.checkpoint_k = run.config.get("k")
-        self.retries = retries
-        self.backoff = backoff
         self.checkpoint = checkpoint
         self.bar = bar
         self.problems = problems
-        self.lock = threading.Lock()
-        self.closed = False
+        #: qid -> why it failed (typed), for every failed query of the run (resumed ones too)
+        self.failures = failures
+        self.control = batch.Control()
+        self.lock = self.control.lock
         self.failed = 0
         self.succeeded = 0
         self.keep_going = True
@@ -305,12 +297,20 @@ class _Recorder:
         #: why the checkpoint could not be written; the run stops when it is set
         self.write_error: str | None = None
 
+    @property
+    def closed(self) -> bool:
+        return self.control.closed
+
+    def close(self) -> None:
+        with self.lock:
+            self.control.closed = True
+
     def _write(self, obj: dict[str, Any]) -> None:
         """Append one line to the checkpoint (caller holds the lock); never raises into an engine.
 
         A line that ``json`` cannot encode as is (a tuple key or a cycle in a hit's metadata) is written
         with its metadata made encodable (:func:`_jsonable`). A failing write (a full disk) stops the run:
-        the engines see ``closed`` and ``_check_outcome`` raises :class:`CheckpointError` with the run.
+        the engine sees ``closed`` and ``_check_outcome`` raises :class:`CheckpointError` with the run.
         """
         if self.checkpoint is None or self.write_error is not None:
             return
@@ -323,30 +323,32 @@ class _Recorder:
             self.checkpoint.flush()
         except Exception as exc:  # OSError (ENOSPC, EIO), or anything else: the run cannot be resumed past here
             self.write_error = f"{type(exc).__name__}: {exc}"
-            self.closed = True
+            self.control.closed = True
 
-    def success(
-        self, job: _Job, hits: list[Hit], notes: list[str], stages: dict[str, list[Hit]], latency: float
-    ) -> None:
-        """Record hits, and the hits of other stages (caller holds the lock)."""
-        if self.closed:
+    def __call__(self, outcome: Outcome) -> None:
+        """Record one finished query (caller holds the lock)."""
+        if outcome.failure is not None:
+            self._final(outcome.key, outcome.failure, outcome.latency)
             return
-        if job.errors:
-            notes = [*notes, f"succeeded on attempt {job.attempt + 1} after: {'; '.join(job.errors)}"]
+        qid, latency, retried = outcome.key, outcome.latency, outcome.retried
+        hits, notes, stages = outcome.value
+        if retried:
+            done = "; ".join(f.text for f in retried)
+            notes = [*notes, f"succeeded on attempt {len(retried) + 1} after: {done}"]
         try:
-            self.run.add(job.qid, hits, latency=latency)
+            self.run.add(qid, hits, latency=latency)
             for stage, stage_hits in stages.items():
-                _stage_run(self.run, stage).add(job.qid, stage_hits, latency=latency)
+                _stage_run(self.run, stage).add(qid, stage_hits, latency=latency)
         except InputError as exc:
-            self._final(job, "invalid result", str(exc), latency)
+            self._final(qid, Failure(batch.INVALID, str(exc), len(retried) + 1), latency)
             return
         self.succeeded += 1
         if notes:
-            self.problems[job.qid] = notes
+            self.problems[qid] = notes
         if self.checkpoint is not None:
-            obj: dict[str, Any] = {"query_id": job.qid, "hits": [_hit_json(h) for h in self.run.hits(job.qid)]}
+            obj: dict[str, Any] = {"query_id": qid, "hits": [_hit_json(h) for h in self.run.hits(qid)]}
             if stages:
-                obj["stages"] = {st: [_hit_json(h) for h in self.run.stages[st].hits(job.qid)] for st in stages}
+                obj["stages"] = {st: [_hit_json(h) for h in self.run.stages[st].hits(qid)] for st in stages}
             obj["latency"] = latency
             obj["k"] = self.checkpoint_k
             if notes:
@@ -354,30 +356,18 @@ class _Recorder:
             self._write(obj)
         self.bar.advance(self.failed)
 
-    def failure(self, job: _Job, kind: str, detail: str, latency: float, *, retryable: bool) -> bool:
-        """Record a failed attempt (caller holds the lock); True when the job should be tried again."""
-        if self.closed:
-            return False
-        if retryable and job.attempt < self.retries:
-            job.errors.append(f"{kind}: {detail}")
-            job.attempt += 1
-            job.not_before = perf_counter() + self.backoff * 2 ** (job.attempt - 1)
-            return True
-        self._final(job, kind, detail, latency)
-        return False
-
-    def _final(self, job: _Job, kind: str, detail: str, latency: float) -> None:
-        attempts = job.attempt + 1
-        message = f"{kind}: {detail}" + (f" (after {attempts} attempts)" if attempts > 1 else "")
-        self.run.add_error(job.qid, message, latency=latency)
+    def _final(self, qid: str, failure: Failure, latency: float) -> None:
+        message = failure.message
+        self.run.add_error(qid, message, latency=latency)
+        self.failures[qid] = failure
         self.failed += 1
-        self._write({"query_id": job.qid, "hits": [], "error": message, "latency": latency, "k": self.checkpoint_k})
+        self._write({"query_id": qid, "hits": [], "error": message, "latency": latency, "k": self.checkpoint_k})
         self.bar.advance(self.failed)
         if not self.keep_going and self.succeeded == 0:
-            self._first_failures[f"{kind}: {detail}"] += 1
+            self._first_failures[failure.text] += 1
             if self.failed >= FAIL_FAST and len(self._first_failures) == 1:
-                self.aborted = (self.failed, f"{kind}: {detail}")
-                self.closed = True  # the engines stop taking queries; calls in flight are ignored
+                self.aborted = (self.failed, failure.text)
+                self.control.closed = True  # the engine stops taking queries; calls in flight are ignored
 
 
 def _jsonable(value: Any, depth: int = 0) -> Any:
@@ -389,250 +379,6 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v, depth + 1) for v in value]
     return value
-
-
-def _describe(exc: BaseException) -> str:
-    cause = exc.__cause__ if isinstance(exc, RankbridgeError) and exc.__cause__ is not None else None
-    text = str(exc) if cause is not None or isinstance(exc, RankbridgeError) else f"{type(exc).__name__}: {exc}"
-    return text.rstrip() or type(exc).__name__
-
-
-# -- the sync engine: worker threads + a watchdog for timeouts ------------------------------------
-class _Slot:
-    __slots__ = ("abandoned", "deadline", "job")
-
-    def __init__(self) -> None:
-        self.job: _Job | None = None
-        self.deadline = math.inf
-        self.abandoned = False
-
-
-class _SyncEngine:
-    def __init__(
-        self,
-        call: Callable[[str, int | None], Any],
-        normalize: Callable[[Any, int | None], Normalized],
-        jobs: list[_Job],
-        rec: _Recorder,
-        concurrency: int,
-        timeout: float | None,
-    ) -> None:
-        self.call = call
-        self.normalize = normalize
-        self.pending: deque[_Job] = deque(jobs)
-        self.rec = rec
-        self.concurrency = concurrency
-        self.timeout = timeout
-        self.cond = threading.Condition(rec.lock)
-        self.slots: list[_Slot] = []
-        self.live = 0
-        self.stop = threading.Event()
-        #: threads still inside a call that timed out; past the bound no more are started (a retriever that
-        #: hangs on every call would otherwise cost a thread per query)
-        self.hung = 0
-        self.max_hung = max(16, 2 * concurrency)
-
-    def _spawn(self) -> None:  # caller holds the lock
-        slot = _Slot()
-        self.slots.append(slot)
-        self.live += 1
-        threading.Thread(target=self._worker, args=(slot,), daemon=True, name="rankbridge-runner").start()
-
-    def _worker(self, slot: _Slot) -> None:
-        call, normalize, rec, k, timeout = self.call, self.normalize, self.rec, self.rec.k, self.timeout
-        pending, lock = self.pending, self.rec.lock
-        while True:
-            with lock:
-                if rec.closed or not pending:
-                    self.live -= 1
-                    self.slots.remove(slot)
-                    self.cond.notify()
-                    return
-                job = pending.popleft()
-                slot.job = job
-            delay = job.not_before - perf_counter()
-            if delay > 0 and self.stop.wait(delay):
-                continue
-            t0 = perf_counter()
-            if timeout is not None:
-                slot.deadline = t0 + timeout
-            raw: Any = None
-            exc: BaseException | None = None
-            try:
-                raw = call(job.text, k)
-            except Exception as e:
-                exc = e
-            except BaseException as e:  # SystemExit / KeyboardInterrupt raised by the retriever itself
-                exc = RetrievalError(f"the retriever raised {type(e).__name__}({e})")
-            latency = perf_counter() - t0
-            result: Normalized | None = None
-            bad: BaseException | None = None
-            if exc is None:
-                try:
-                    result = normalize(raw, k)
-                except Exception as e:
-                    bad = e
-            with lock:
-                if slot.abandoned:  # the watchdog timed this call out and replaced this worker
-                    self.hung -= 1
-                    self.cond.notify()
-                    return
-                slot.job = None
-                slot.deadline = math.inf
-                if exc is not None:
-                    if rec.failure(job, "error", _describe(exc), latency, retryable=True):
-                        pending.appendleft(job)
-                elif bad is not None:
-                    rec.failure(job, "invalid result", _describe(bad), latency, retryable=False)
-                elif result is not None:
-                    rec.success(job, *result, latency)
-
-    def run(self) -> None:
-        try:
-            with self.cond:
-                for _ in range(min(self.concurrency, len(self.pending))):
-                    self._spawn()
-                while self.live > 0 and not self.rec.closed:
-                    now = perf_counter()
-                    nxt = math.inf
-                    if self.timeout is not None:
-                        for slot in list(self.slots):
-                            if slot.job is None:
-                                continue
-                            if slot.deadline <= now:
-                                self._abandon(slot, slot.job)
-                            else:
-                                nxt = min(nxt, slot.deadline)
-                    self.cond.wait(min(max(nxt - now, 0.001), 0.5))
-        finally:
-            with self.rec.lock:
-                self.rec.closed = True
-            self.stop.set()
-
-    def _abandon(self, slot: _Slot, job: _Job) -> None:  # caller holds the lock
-        slot.abandoned = True
-        self.slots.remove(slot)
-        self.live -= 1
-        self.hung += 1
-        assert self.timeout is not None
-        if self.rec.failure(job, "timeout", f"no result within {self.timeout:g} s", self.timeout, retryable=True):
-            self.pending.appendleft(job)
-        if not self.pending:
-            return
-        if self.hung < self.max_hung:
-            self._spawn()
-        elif self.live == 0:  # every worker is stuck in a call: fail what is left rather than start more
-            detail = (
-                f"not run: {self.hung} calls are still running past the {self.timeout:g} s timeout (the retriever "
-                "seems to hang); no more threads were started"
-            )
-            while self.pending:
-                self.rec.failure(self.pending.popleft(), "timeout", detail, 0.0, retryable=False)
-
-
-# -- the async engine: worker coroutines on one loop ------------------------------------------------
-if sys.version_info >= (3, 11):
-
-    async def _with_timeout(aw: Awaitable[Any], timeout: float) -> Any:
-        async with asyncio.timeout(timeout):
-            return await aw
-
-else:  # pragma: no cover - Python 3.10
-
-    async def _with_timeout(aw: Awaitable[Any], timeout: float) -> Any:
-        try:
-            return await asyncio.wait_for(aw, timeout)
-        except asyncio.TimeoutError:  # not the builtin TimeoutError before 3.11
-            raise TimeoutError from None
-
-
-async def _run_async(
-    acall: Callable[[str, int | None], Awaitable[Any]],
-    normalize: Callable[[Any, int | None], Normalized],
-    jobs: list[_Job],
-    rec: _Recorder,
-    concurrency: int,
-    timeout: float | None,
-) -> None:
-    pending: deque[_Job] = deque(jobs)
-    k = rec.k
-    lock = rec.lock
-    # Timeouts: on 3.11+ one watchdog task cancels calls past their deadline (a timer per call costs
-    # ~10 us); on 3.10, asyncio.wait_for.
-    watchdog = timeout is not None and hasattr(asyncio.Task, "uncancel")
-    deadlines: dict[asyncio.Task[Any], float] = {}
-    timed_out: set[asyncio.Task[Any]] = set()
-
-    async def worker() -> None:
-        me = asyncio.current_task()
-        assert me is not None
-        while pending and not rec.closed:
-            job = pending.popleft()
-            delay = job.not_before - perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            t0 = perf_counter()
-            kind = ""
-            detail = ""
-            try:
-                if timeout is None:
-                    raw = await acall(job.text, k)
-                elif watchdog:
-                    deadlines[me] = t0 + timeout
-                    try:
-                        raw = await acall(job.text, k)
-                    finally:
-                        del deadlines[me]
-                    if me in timed_out:  # the call swallowed the cancellation: still too late
-                        raise asyncio.CancelledError
-                else:
-                    raw = await _with_timeout(acall(job.text, k), timeout)
-            except asyncio.CancelledError:
-                if me not in timed_out:
-                    raise
-                timed_out.discard(me)
-                me.uncancel()  # type: ignore[attr-defined]  # 3.11+, checked above
-                kind, detail = "timeout", f"no result within {timeout:g} s"
-            except TimeoutError:
-                kind, detail = "timeout", f"no result within {timeout:g} s"
-            except Exception as e:
-                kind, detail = "error", _describe(e)
-            except (SystemExit, KeyboardInterrupt) as e:  # raised by the retriever itself, not by a Ctrl-C here
-                kind, detail = "error", f"the retriever raised {type(e).__name__}({e})"
-            latency = perf_counter() - t0
-            if kind:
-                with lock:
-                    if rec.failure(job, kind, detail, latency, retryable=True):
-                        pending.appendleft(job)
-                continue
-            try:
-                hits, notes, stages = normalize(raw, k)
-            except Exception as e:
-                with lock:
-                    rec.failure(job, "invalid result", _describe(e), latency, retryable=False)
-                continue
-            with lock:
-                rec.success(job, hits, notes, stages, latency)
-
-    async def police() -> None:
-        assert timeout is not None
-        interval = min(timeout / 10, 0.05)
-        while True:
-            await asyncio.sleep(interval)
-            now = perf_counter()
-            for task, deadline in list(deadlines.items()):
-                if deadline <= now and task not in timed_out:
-                    timed_out.add(task)
-                    task.cancel()
-
-    guard = asyncio.ensure_future(police()) if watchdog else None
-    try:
-        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(pending)))))
-    finally:
-        if guard is not None:
-            guard.cancel()
-        with lock:
-            rec.closed = True
 
 
 def _run_async_in_thread(factory: Callable[[], Awaitable[None]], rec: _Recorder, concurrency: int) -> bool:
@@ -664,8 +410,7 @@ def _run_async_in_thread(factory: Callable[[], Awaitable[None]], rec: _Recorder,
         while not done.wait(0.5):
             pass
     except KeyboardInterrupt:
-        with rec.lock:
-            rec.closed = True
+        rec.close()
         started.wait()
         if "task" in state:
             with contextlib.suppress(RuntimeError):
@@ -682,8 +427,9 @@ def _run_async_in_thread(factory: Callable[[], Awaitable[None]], rec: _Recorder,
 @dataclass
 class _Prepared:
     run: Run
-    jobs: list[_Job]
+    tasks: list[Task]
     rec: _Recorder
+    policy: Policy
     mode: str
     retriever: Any
     checkpoint_fh: IO[str] | None
@@ -701,8 +447,6 @@ def _call_k(r: Any, k: int | None) -> tuple[int | None, int | None, int | None]:
     needs a number); a bare :class:`~rankbridge.retriever.Retriever` always gets a number. A recorded
     ``None`` means the lists were kept as the retriever returned them, uncut.
     """
-    from rankbridge.adapters import DEFAULT_K, AdapterBase
-
     if not isinstance(r, AdapterBase):
         return (k or DEFAULT_K), None, (k or DEFAULT_K)
     return k, r.configured_k, r.depth(k)
@@ -728,11 +472,10 @@ def _prepare(
     keep_going: bool,
     check_ids: bool,
 ) -> _Prepared:
-    from rankbridge.adapters import AdapterBase, adapt
-
     _check_options(k, concurrency, timeout, retries, backoff)
     if mode not in ("auto", "async", "sync"):
         raise InputError(f"mode must be 'auto', 'async' or 'sync'. Got {mode!r} instead.")
+    policy = Policy(concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff)
     items = _as_queries(queries)
     r = adapt(retriever, id_from=id_from, doc_map=doc_map, keep_text=keep_text)
     if isinstance(r, AdapterBase) and r is retriever:
@@ -756,70 +499,91 @@ def _prepare(
     if isinstance(r, AdapterBase):
         run.config["id_from"] = _id_label(r.id_from)
     problems: dict[str, list[str]] = {}
+    failures: dict[str, Failure] = {}
     resumed = 0
     fh: IO[str] | None = None
     if checkpoint is not None:
         path = Path(checkpoint)
         if path.exists() and path.stat().st_size > 0:
             resumed, _ = _load_checkpoint(path, run_k, {q for q, _ in items}, retry_failed, run, problems)
+            # the file holds messages only: their kinds are read back once, here
+            failures.update({qid: Failure.parse(msg) for qid, msg in run.errors.items()})
         path.parent.mkdir(parents=True, exist_ok=True)
         fh = open(path, "a", encoding="utf-8")  # closed in _finish
         run.config["checkpoint"] = str(path)
     run.config["resumed"] = resumed
     done = set(run.query_ids())
-    jobs = [_Job(q, t) for q, t in items if q not in done]
-    bar = _Bar(progress and bool(jobs), len(items), len(items) - len(jobs), str(run_name))
-    rec = _Recorder(run, call_k, retries, backoff, fh, bar, problems)
+    tasks = [Task(q, t) for q, t in items if q not in done]
+    bar = _Bar(progress and bool(tasks), len(items), len(items) - len(tasks), str(run_name))
+    rec = _Recorder(run, call_k, fh, bar, problems, failures)
     rec.keep_going = keep_going
     golden = queries if isinstance(queries, GoldenSet) else None
-    return _Prepared(run, jobs, rec, chosen, r, fh, bar, golden, check_ids, id_from is not None, problems)
+    return _Prepared(run, tasks, rec, policy, chosen, r, fh, bar, golden, check_ids, id_from is not None, problems)
 
 
 def _id_label(specs: tuple[Any, ...]) -> str | list[str]:
-    from rankbridge.retriever import _spec_name
-
     names = [_spec_name(s) for s in specs]
     return names[0] if len(names) == 1 else names
 
 
-def _calls(p: _Prepared) -> tuple[Any, Callable[[Any, int | None], Normalized]]:
-    from rankbridge.adapters import AdapterBase
+def _calls(p: _Prepared) -> tuple[Callable[[str], Any], Callable[[Any], Normalized]]:
+    """The engine's call (query text -> raw result) and convert (raw result -> hits, notes, stages).
 
-    r = p.retriever
+    The retriever's latency is the call alone; normalising its result is timed apart.
+    """
+    r, k = p.retriever, p.rec.k
     if isinstance(r, AdapterBase):
-        return (r._acall if p.mode == "async" else r._call), r._normalize_staged
+        fetch = r.afetch if p.mode == "async" else r.fetch
+        normalize = r.normalize
+        return (lambda text: fetch(text, k)), (lambda raw: normalize(raw, k))
+    retrieve = r.aretrieve if p.mode == "async" else r.retrieve
+    limit = k if k is not None else 1 << 62
 
-    def normalize(raw: Any, k: int | None) -> Normalized:
-        hits, notes = normalize_hits(raw, k=k if k is not None else 1 << 62, keep_text=True)
+    def convert(raw: Any) -> Normalized:
+        hits, notes = normalize_hits(raw, k=limit, keep_text=True)
         return hits, notes, {}
 
-    return (r.aretrieve if p.mode == "async" else r.retrieve), normalize
+    return (lambda text: retrieve(text, k)), convert
+
+
+def _run_sync_engine(p: _Prepared, call: Callable[[str], Any], convert: Callable[[Any], Normalized]) -> None:
+    batch.run_sync(p.tasks, call, p.rec, p.policy, convert=convert, control=p.rec.control, callee="the retriever")
+
+
+async def _run_async_engine(
+    p: _Prepared, acall: Callable[[str], Awaitable[Any]], convert: Callable[[Any], Normalized]
+) -> None:
+    await batch.run_async(
+        p.tasks, acall, p.rec, p.policy, convert=convert, control=p.rec.control, callee="the retriever"
+    )
 
 
 # -- the id probe: are the retrieved ids the ones the golden set judges? ------------------------------
-def _probe_jobs(p: _Prepared) -> list[_Job]:
-    from rankbridge.adapters import AdapterBase
-
+def _probe_tasks(p: _Prepared) -> list[Task]:
     if p.golden is None or not p.check_ids or not isinstance(p.retriever, AdapterBase):
         return []
     if p.retriever.doc_map is not None:  # the ids to check are doc_map's: the finished run is checked instead
         return []
-    return p.jobs[:ID_PROBE]
+    # copies: the run proper counts its own attempts on the originals
+    return [Task(t.key, t.payload) for t in p.tasks[:ID_PROBE]]
+
+
+def _probe_policy(p: _Prepared, n: int) -> Policy:
+    # one attempt each: a failing query fails again in the run proper
+    return Policy(concurrency=min(n, 8), timeout=p.policy.timeout, retries=0)
 
 
 def _raw_results(raw: Any) -> list[Any]:
-    from rankbridge.adapters import Staged
-
     if isinstance(raw, Staged):
         raw = raw.final
     return list(raw) if isinstance(raw, (list, tuple)) else []
 
 
-def _apply_probe(p: _Prepared, raws: list[Any]) -> None:
+def _apply_probe(p: _Prepared, tasks: list[Task], block: BlockResult) -> None:
     """Decide the id source from the probe's raw results; raise before the run when nothing matches."""
-    from rankbridge.idmatch import check_results
-
     assert p.golden is not None
+    got = block.values()
+    raws = [got[t.key] for t in tasks if t.key in got]
     r = p.retriever
     results = [item for raw in raws for item in _raw_results(raw)]
     report = check_results(results, p.golden, id_from=r.id_from)
@@ -847,33 +611,16 @@ def _apply_probe(p: _Prepared, raws: list[Any]) -> None:
     )
 
 
-def _probe_sync(p: _Prepared, call: Callable[[str, int | None], Any], timeout: float | None) -> None:
-    jobs = _probe_jobs(p)
-    if not jobs:
-        return
-    raws: list[Any] = []
-    pool = concurrent.futures.ThreadPoolExecutor(min(len(jobs), 8), "rankbridge-probe")
-    try:
-        futures = [pool.submit(call, job.text, p.rec.k) for job in jobs]
-        for f in futures:
-            with contextlib.suppress(Exception):  # a failing query fails again in the run proper
-                raws.append(f.result(timeout=timeout))
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    _apply_probe(p, raws)
+def _probe_sync(p: _Prepared, call: Callable[[str], Any]) -> None:
+    tasks = _probe_tasks(p)
+    if tasks:
+        _apply_probe(p, tasks, batch.run_block(tasks, call, _probe_policy(p, len(tasks))))
 
 
-async def _probe_async(p: _Prepared, acall: Callable[[str, int | None], Awaitable[Any]], timeout: float | None) -> None:
-    jobs = _probe_jobs(p)
-    if not jobs:
-        return
-
-    async def one(text: str) -> Any:
-        aw = acall(text, p.rec.k)
-        return await (aw if timeout is None else asyncio.wait_for(aw, timeout))
-
-    got = await asyncio.gather(*(one(job.text) for job in jobs), return_exceptions=True)
-    _apply_probe(p, [g for g in got if not isinstance(g, BaseException)])
+async def _probe_async(p: _Prepared, acall: Callable[[str], Awaitable[Any]]) -> None:
+    tasks = _probe_tasks(p)
+    if tasks:
+        _apply_probe(p, tasks, await batch.arun_block(tasks, acall, _probe_policy(p, len(tasks))))
 
 
 def _finish(p: _Prepared, interrupted: bool, total: int) -> Run:
@@ -887,8 +634,8 @@ def _finish(p: _Prepared, interrupted: bool, total: int) -> Run:
                     p.rec.write_error = f"{type(exc).__name__}: {exc}"
     run = p.run
     with p.rec.lock:
-        p.rec.closed = True
-        failures = Counter(_kind(msg) for msg in run.errors.values())
+        p.rec.control.closed = True
+        failures = Counter(p.rec.failures[qid].kind for qid in run.errors if qid in p.rec.failures)
         run.config["failures"] = dict(failures)
         run.config["problems"] = dict(p.problems)
         unfinished = total - len(run.query_ids())
@@ -912,7 +659,14 @@ def _check_outcome(p: _Prepared, run: Run) -> Run:
             "the same checkpoint resumes after the last line written",
             run=run,
         )
-    return _refuse_suspicious(run, p.golden, check_ids=p.check_ids, keep_going=p.rec.keep_going, aborted=p.rec.aborted)
+    return _refuse_suspicious(
+        run,
+        p.golden,
+        check_ids=p.check_ids,
+        keep_going=p.rec.keep_going,
+        aborted=p.rec.aborted,
+        failures=p.rec.failures,
+    )
 
 
 def _refuse_suspicious(
@@ -922,8 +676,12 @@ def _refuse_suspicious(
     check_ids: bool,
     keep_going: bool,
     aborted: tuple[int, str] | None = None,
+    failures: Mapping[str, Failure] | None = None,
 ) -> Run:
-    """Refuse a run that mostly failed alike, or whose ids match nothing the golden set knows."""
+    """Refuse a run that mostly failed alike, or whose ids match nothing the golden set knows.
+
+    ``failures`` are the typed failures of a retriever run; an app run has only its messages.
+    """
     if aborted is not None:
         count, message = aborted
         err = RetrievalError(
@@ -933,17 +691,19 @@ def _refuse_suspicious(
         err.run = run  # type: ignore[attr-defined]
         raise err
     if not keep_going and run.errors:
-        kind, n = Counter(_same_error(m) for m in run.errors.values()).most_common(1)[0]
+        typed = failures or {}
+        alike = Counter(
+            (typed[qid] if qid in typed else Failure.parse(message)).text for qid, message in run.errors.items()
+        )
+        text, n = alike.most_common(1)[0]
         if n >= FAIL_FAST and n > len(run.query_ids()) / 2:
             err = RetrievalError(
                 f"run_retriever: {n} of {len(run.query_ids())} queries failed with the same error (pass "
-                f"keep_going=True to keep such a run; it is on this exception's .run): {kind}"
+                f"keep_going=True to keep such a run; it is on this exception's .run): {text}"
             )
             err.run = run  # type: ignore[attr-defined]
             raise err
     if golden is not None and check_ids:
-        from rankbridge.idmatch import check_run
-
         report = check_run(run, golden)
         if not report.ok:
             raise IdMismatchError(
@@ -967,12 +727,6 @@ def _check_app_options(checkpoint: Any, mode: Any, retries: Any) -> None:
         raise InputError(f"mode={mode!r} applies to retrievers; an app is called the way it is built")
     if retries is not None:
         raise InputError("retries= applies to retrievers; an app's call is not retried (its LLM may have side effects)")
-
-
-def _same_error(message: str) -> str:
-    """A failure message without its attempt count, so that the same error on two queries compares equal."""
-    cut = message.rfind(" (after ")
-    return message[:cut] if cut > 0 and message.endswith(" attempts)") else message
 
 
 def run_retriever(
@@ -1080,8 +834,6 @@ def run_retriever(
     >>> run.ranking("q1"), run.ranking("q2"), sorted(run.latency)
     (['d1', 'd2'], [], ['q1', 'q2'])
     """
-    from rankbridge.apps import is_app, run_app
-
     if is_app(retriever):
         _check_app_options(checkpoint, mode, retries)
         run = run_app(
@@ -1100,23 +852,23 @@ def run_retriever(
         progress=progress, checkpoint=checkpoint, retry_failed=retry_failed, name=name, mode=mode,
         id_from=id_from, doc_map=doc_map, keep_text=keep_text, keep_going=keep_going, check_ids=check_ids,
     )  # fmt: skip
-    total = len(p.jobs) + p.run.config["resumed"]
+    total = len(p.tasks) + p.run.config["resumed"]
     interrupted = False
-    call, normalize = _calls(p)
+    call, convert = _calls(p)
     try:
-        if not p.jobs:
+        if not p.tasks:
             pass
         elif p.mode == "async":
 
             async def main() -> None:
-                await _probe_async(p, call, timeout)
-                await _run_async(call, normalize, p.jobs, p.rec, concurrency, timeout)
+                await _probe_async(p, call)
+                await _run_async_engine(p, call, convert)
 
             interrupted = _run_async_in_thread(main, p.rec, concurrency)
         else:
             try:
-                _probe_sync(p, call, timeout)
-                _SyncEngine(call, normalize, p.jobs, p.rec, concurrency, timeout).run()
+                _probe_sync(p, call)
+                _run_sync_engine(p, call, convert)
             except KeyboardInterrupt:
                 interrupted = True
     finally:
@@ -1162,8 +914,6 @@ async def arun_retriever(
     >>> run.ranking("q1")
     ['d1', 'd2']
     """
-    from rankbridge.apps import arun_app, is_app
-
     if is_app(retriever):
         _check_app_options(checkpoint, mode, retries)
         run = await arun_app(
@@ -1182,22 +932,20 @@ async def arun_retriever(
         progress=progress, checkpoint=checkpoint, retry_failed=retry_failed, name=name, mode=mode,
         id_from=id_from, doc_map=doc_map, keep_text=keep_text, keep_going=keep_going, check_ids=check_ids,
     )  # fmt: skip
-    total = len(p.jobs) + p.run.config["resumed"]
-    call, normalize = _calls(p)
+    total = len(p.tasks) + p.run.config["resumed"]
+    call, convert = _calls(p)
     try:
-        if not p.jobs:
+        if not p.tasks:
             pass
         elif p.mode == "async":
-            await _probe_async(p, call, timeout)
-            await _run_async(call, normalize, p.jobs, p.rec, concurrency, timeout)
+            await _probe_async(p, call)
+            await _run_async_engine(p, call, convert)
         else:
             loop = asyncio.get_running_loop()
-            await loop.run_in_executor(None, _probe_sync, p, call, timeout)
-            engine = _SyncEngine(call, normalize, p.jobs, p.rec, concurrency, timeout)
-            await loop.run_in_executor(None, engine.run)
+            await loop.run_in_executor(None, _probe_sync, p, call)
+            await loop.run_in_executor(None, _run_sync_engine, p, call, convert)
     except asyncio.CancelledError:
-        with p.rec.lock:
-            p.rec.closed = True
+        p.rec.close()
         _finish(p, True, total)
         raise
     except BaseException:
@@ -1207,13 +955,6 @@ async def arun_retriever(
 
 
 # -- summary ---------------------------------------------------------------------------------------
-def _kind(message: str) -> str:
-    for kind in FAILURE_KINDS:
-        if message.startswith(kind + ":"):
-            return kind
-    return "other"
-
-
 @dataclass(frozen=True)
 class RunSummary:
     """How a run went: how many queries succeeded, failed (and why), were repaired or left unfinished.
@@ -1281,7 +1022,8 @@ def summarize(run: Run) -> RunSummary:
     failures: Counter[str] = Counter()
     examples: dict[str, str] = {}
     for qid in sorted(run.errors):
-        kind = _kind(run.errors[qid])
+        # any Run, also one read from a file, where an error is its message only: its kind leads it
+        kind = Failure.parse(run.errors[qid]).kind
         failures[kind] += 1
         examples.setdefault(kind, f"query {qid!r}: {run.errors[qid]}")
     lat = sorted(run.latency.values())

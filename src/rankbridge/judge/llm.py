@@ -37,14 +37,14 @@ import contextlib
 import inspect
 import math
 import secrets
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from rankbridge import frameworks
+from rankbridge import batch, frameworks
 from rankbridge.errors import (
     BudgetExceededError,
+    CallTimeout,
     InputError,
     LLMError,
     ModelIdRequired,
@@ -75,10 +75,6 @@ T = TypeVar("T")
 
 #: The former name of :class:`~rankbridge.errors.BudgetExceededError` (one budget error for every batch).
 BudgetExhausted = BudgetExceededError
-
-
-class _CallTimeout(RankbridgeError):
-    """One call outlived ``CallPolicy.timeout``."""
 
 
 class LLMClient:
@@ -344,6 +340,20 @@ class CallPolicy:
         _check_positive("max_errors", self.max_errors, integer=True, allow_none=True, minimum=1)
         _check_positive("repairs", self.repairs, integer=True, allow_none=False, minimum=0)
 
+    def batch_policy(self) -> batch.Policy:
+        """The engine's :class:`~rankbridge.batch.Policy` for each call (timeout, retries, backoff, pacing)."""
+        return batch.Policy(
+            concurrency=self.concurrency,
+            timeout=self.timeout,
+            retries=self.retries,
+            backoff=self.backoff,
+            rate_limit=self.rate_limit,
+        )
+
+    def budget(self) -> batch.Budget:
+        """A fresh :class:`~rankbridge.batch.Budget` with this policy's limits."""
+        return batch.Budget(self.max_calls, self.max_tokens, self.max_errors)
+
 
 @dataclass
 class Usage:
@@ -382,24 +392,35 @@ def _estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-@dataclass
 class Session:
-    """One batch of calls under a :class:`CallPolicy`: budget accounting, pacing, retries, repair.
+    """One batch of calls under a :class:`CallPolicy`, on the batch engine (:mod:`rankbridge.batch`).
 
     Items run inside :meth:`slot` (bounded by ``concurrency``); :meth:`ask` makes the call(s) of one
-    item and raises :class:`BudgetExhausted` once the budget (or the error limit) stopped the batch;
-    :attr:`stopped` then says why.
+    item -- each with the engine's timeout, pacing, and retries with jittered backoff that honours a
+    rate-limit error's ``Retry-After`` -- and raises :class:`~rankbridge.errors.BudgetExceededError` once
+    the engine's :class:`~rankbridge.batch.Budget` (calls, tokens, or the error limit) stopped the batch;
+    :attr:`stopped` then says why. ``budget=`` shares one budget between sessions (sync or async).
     """
 
-    llm: LLMClient
-    policy: CallPolicy
-    usage: Usage = field(default_factory=Usage)
-    stopped: str | None = None
-    failures: int = 0
-    _next_start: float = 0.0
-    _sem: asyncio.Semaphore | None = None
-    _pace_lock: asyncio.Lock | None = None
-    _executor: concurrent.futures.ThreadPoolExecutor | None = None
+    def __init__(self, llm: LLMClient, policy: CallPolicy, *, budget: batch.Budget | None = None) -> None:
+        self.llm = llm
+        self.policy = policy
+        self.usage = Usage()
+        self.budget = budget if budget is not None else policy.budget()
+        self._retry = policy.batch_policy()
+        self._pacer = batch.Pacer(policy.rate_limit)
+        self._sem: asyncio.Semaphore | None = None
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the batch stopped (the budget, the error limit, a caller's reason), or None."""
+        return self.budget.stopped
+
+    @property
+    def failures(self) -> int:
+        """Items that failed for good."""
+        return self.budget.errors
 
     def close(self) -> None:
         """Release the worker threads; a sync call abandoned after a timeout is not waited for."""
@@ -425,89 +446,53 @@ class Session:
 
     def stop(self, reason: str) -> None:
         """Stop the batch: no new call starts; the first reason given is kept."""
-        if self.stopped is None:
-            self.stopped = reason
+        self.budget.stop(reason)
 
     def note_failure(self) -> None:
         """Count an item that failed for good; stops the batch at ``max_errors``."""
-        self.failures += 1
-        limit = self.policy.max_errors
-        if limit is not None and self.failures >= limit:
-            self.stop(f"{self.failures} items failed (max_errors={limit}); check the LLM's configuration")
-
-    def _admit(self) -> None:
-        p = self.policy
-        if self.stopped is None and p.max_calls is not None and self.usage.calls >= p.max_calls:
-            self.stop(f"budget reached: max_calls={p.max_calls}")
-        if self.stopped is None and p.max_tokens is not None and self.usage.tokens >= p.max_tokens:
-            self.stop(f"budget reached: max_tokens={p.max_tokens} ({self.usage.tokens} used)")
-        if self.stopped is not None:
-            raise BudgetExhausted(self.stopped)
-
-    async def _pace(self) -> None:
-        rate = self.policy.rate_limit
-        if rate is None:
-            return
-        if self._pace_lock is None:
-            self._pace_lock = asyncio.Lock()
-        async with self._pace_lock:
-            now = time.monotonic()
-            wait = self._next_start - now
-            if wait > 0:
-                await asyncio.sleep(wait)
-            self._next_start = max(now, self._next_start) + 1.0 / rate
+        self.budget.note_failure()
 
     async def call(self, prompt: str, *, repair: bool = False) -> LLMReply:
         """One call with retries; raises :class:`LLMError` after the last attempt fails."""
-        p = self.policy
+        attempts = self._retry.retries + 1
         last: BaseException | None = None
-        for attempt in range(p.retries + 1):
-            self._admit()
-            self.usage.calls += 1  # counted when started, so max_calls holds with calls in flight
+        for attempt in range(attempts):
+            self.budget.admit()  # counted when started, so max_calls holds with calls in flight
+            self.usage.calls += 1
             if attempt:
                 self.usage.retries += 1
             elif repair:
                 self.usage.repairs += 1
             try:
-                await self._pace()
-                reply = await self._complete(prompt)
+                await self._pacer.turn()
+                reply = await batch.within(self.llm.acomplete(prompt, executor=self._threads()), self._retry.timeout)
             except Exception as exc:
-                if isinstance(exc, RankbridgeError) and not isinstance(exc, (LLMError, _CallTimeout)):
+                if isinstance(exc, RankbridgeError) and not isinstance(exc, (LLMError, CallTimeout)):
                     raise
                 last = exc
-                self.usage.input_tokens += _estimate_tokens(prompt)
-                self.usage.estimated_calls += 1
+                self._spent(_estimate_tokens(prompt), 0, estimated=True)
             else:
                 self._account(prompt, reply)
                 return reply
-            if attempt < p.retries and p.backoff > 0:
-                await asyncio.sleep(p.backoff * 2**attempt)
+            if attempt + 1 < attempts:
+                wait = self._retry.delay(attempt + 1, last)
+                if wait > 0:
+                    await asyncio.sleep(wait)
         assert last is not None
-        what = str(last) if isinstance(last, _CallTimeout) else f"raised {type(last).__name__}: {last}"
-        raise LLMError(f"{self.llm.model_id} {what} (after {p.retries + 1} attempts)") from last
+        what = str(last) if isinstance(last, CallTimeout) else f"raised {type(last).__name__}: {last}"
+        raise LLMError(f"{self.llm.model_id} {what} (after {attempts} attempts)") from last
 
-    async def _complete(self, prompt: str) -> LLMReply:
-        timeout = self.policy.timeout
-        if timeout is None:
-            return await self.llm.acomplete(prompt, executor=self._threads())
-        # not asyncio.wait_for: a TimeoutError raised by the LLM itself must not read as our timeout
-        task = asyncio.ensure_future(self.llm.acomplete(prompt, executor=self._threads()))
-        done, _ = await asyncio.wait({task}, timeout=timeout)
-        if not done:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-            raise _CallTimeout(f"timed out after {timeout:g} s")
-        return task.result()
+    def _spent(self, input_tokens: int, output_tokens: int, *, estimated: bool) -> None:
+        self.usage.input_tokens += input_tokens
+        self.usage.output_tokens += output_tokens
+        self.usage.estimated_calls += estimated
+        self.budget.charge(tokens=input_tokens + output_tokens)
 
     def _account(self, prompt: str, reply: LLMReply) -> None:
         if reply.input_tokens is None and reply.output_tokens is None:
-            self.usage.estimated_calls += 1
-            self.usage.input_tokens += _estimate_tokens(prompt)
-            self.usage.output_tokens += _estimate_tokens(reply.text)
+            self._spent(_estimate_tokens(prompt), _estimate_tokens(reply.text), estimated=True)
         else:
-            self.usage.input_tokens += reply.input_tokens or 0
-            self.usage.output_tokens += reply.output_tokens or 0
+            self._spent(reply.input_tokens or 0, reply.output_tokens or 0, estimated=False)
 
     async def ask(
         self,
