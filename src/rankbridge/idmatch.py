@@ -96,6 +96,10 @@ class _Known:
     def __bool__(self) -> bool:
         return bool(self.judged) or self.corpus is not None
 
+    def contains(self) -> Callable[[object], bool]:
+        """``doc in self`` as a C-level function when there is no corpus (for ``map`` over many ids)."""
+        return self.judged.__contains__ if self.corpus is None else self.__contains__
+
     def examples(self, n: int = 2) -> tuple[str, ...]:
         return tuple(heapq.nsmallest(n, self.judged if self.judged else self.corpus or ()))
 
@@ -345,6 +349,17 @@ def _sample_hits(data: Mapping[str, Any], limit: int) -> list[Hit]:
 
 def _sample_ids(data: Mapping[str, Any], limit: int) -> list[str]:
     """The ids :func:`_sample_hits` would give, without building a hit for each (the common, matching case)."""
+    try:  # {doc: score} dicts and str id lists: one C-level pass
+        head = list(
+            itertools.islice(
+                itertools.chain.from_iterable(map(itertools.islice, data.values(), itertools.repeat(SAMPLE_DEPTH))),
+                limit,
+            )
+        )
+    except TypeError:
+        head = None
+    if head is not None and set(map(type, head)) <= {str}:
+        return head
     out: list[str] = []
     for value in data.values():
         if isinstance(value, Mapping):
@@ -361,9 +376,10 @@ def _quick_ok(ids: Sequence[str], known: _Known, with_corpus: bool) -> bool:
     """The common case, decided without looking at other id sources: the ids in use match."""
     if not ids or not known:
         return True
+    contains = known.contains()
     if with_corpus:
-        return sum(1 for x in ids if x in known) >= CORPUS_SHARE * len(ids)
-    return len(ids) < MIN_HITS_QRELS_ONLY or any(x in known for x in ids)
+        return sum(map(contains, ids)) >= CORPUS_SHARE * len(ids)
+    return len(ids) < MIN_HITS_QRELS_ONLY or any(map(contains, ids))
 
 
 def check_run(
@@ -384,7 +400,7 @@ def check_run(
     known, with_corpus = _known(golden)
     ids = _sample_ids(data, sample)
     if _quick_ok(ids, known, with_corpus):
-        share = sum(1 for x in ids if x in known) / len(ids) if ids else 0.0
+        share = sum(map(known.contains(), ids)) / len(ids) if ids else 0.0
         status: Status = "ok" if ids and known else "unchecked"
         chosen = (label or "id") if status == "ok" else None
         return IdReport(status, label or "id", chosen, {label or "id": share}, len(ids), with_corpus)
