@@ -15,13 +15,16 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rankbridge.analysis import EXIT_FAILED
 from rankbridge.io import load_qrels, read_golden
 from rankbridge.io._open import open_text
-from rankbridge.judge.llm import CallPolicy
 from rankbridge.store import EXIT_LOCKED
 from rankbridge.types import GoldenSet, Qrels
+
+if TYPE_CHECKING:
+    from rankbridge.judge.llm import CallPolicy
 
 __all__ = [
     "EXIT_BUG",
@@ -191,6 +194,9 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
 
 def call_policy(args: argparse.Namespace) -> CallPolicy:
     """The :class:`~rankbridge.judge.llm.CallPolicy` the options of :func:`add_llm_options` describe."""
+    # lazy: the judge package (and asyncio) load only for judge/generate, so `rankbridge --help` stays fast
+    from rankbridge.judge.llm import CallPolicy
+
     return CallPolicy(
         concurrency=args.concurrency,
         rate_limit=args.rate_limit,

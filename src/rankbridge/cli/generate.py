@@ -24,13 +24,15 @@ from rankbridge.cli._common import EXIT_INCOMPLETE, add_llm_options, call_policy
 from rankbridge.cli._loader import load_object
 from rankbridge.errors import InputError
 from rankbridge.io import read_beir_corpus, write_beir
-from rankbridge.judge.generate import generate_golden_set
 from rankbridge.types import GoldenSet
 
 __all__ = ["add_cli"]
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
+    # lazy: the judge package (and asyncio) loads only for `rankbridge generate`, so --help stays fast
+    from rankbridge.judge.generate import generate_golden_set
+
     corpus_path = Path(args.corpus) if args.corpus else (Path(args.data) / "corpus.jsonl" if args.data else None)
     if corpus_path is None:
         raise InputError("rankbridge generate: give --corpus corpus.jsonl or --data BEIR_FOLDER")

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from rankbridge._numbers import fmt_number, json_float
 from rankbridge.cli._common import split_metric_args
 from rankbridge.errors import StoreLockedError, TrendSplitWarning
 from rankbridge.fingerprint import qrels_fingerprint, short_fingerprint
@@ -31,7 +32,6 @@ from rankbridge.store import (
     RunRecord,
     RunStore,
     _canonical_metric,
-    _finite_or_none,
     _plural,
 )
 
@@ -39,7 +39,7 @@ __all__ = ["add_cli"]
 
 
 def _fmt(value: float | None) -> str:
-    return "-" if value is None or math.isnan(value) else f"{value:.4f}"
+    return fmt_number(value, missing="-")  # a table's empty cell
 
 
 def _short_time(ts: datetime) -> str:
@@ -247,7 +247,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
         )
         if args.per_query:
             payload["per_query"] = {
-                m: {q: _finite_or_none(v) for q, v in values.items()} for m, values in evaluation.per_query.items()
+                m: {q: json_float(v) for q, v in values.items()} for m, values in evaluation.per_query.items()
             }
         _print_json(payload)
         return 0

@@ -42,7 +42,6 @@ from rankbridge.cli._loader import load_object
 from rankbridge.errors import InputError, ModelIdRequired
 from rankbridge.io import load_qrels, load_run, read_beir_corpus, read_beir_queries, write_qrels
 from rankbridge.io._atomic import atomic_write
-from rankbridge.judge.grading import Judge, agreement, merge_qrels
 
 __all__ = ["add_cli"]
 
@@ -71,6 +70,9 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, dict[st
 
 
 def _cmd_judge(args: argparse.Namespace) -> int:
+    # lazy: the judge package (and asyncio) loads only for `rankbridge judge`, so --help stays fast
+    from rankbridge.judge.grading import Judge, agreement, merge_qrels
+
     if not (args.data or args.queries):
         raise InputError("rankbridge judge: give --data BEIR_FOLDER, or --queries (and --corpus)")
     queries, corpus = _inputs(args)

@@ -25,7 +25,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rankbridge import runner
 from rankbridge.cli._common import EXIT_INCOMPLETE, EXIT_INTERRUPTED
 from rankbridge.cli._loader import SPEC_HELP, load_object
 from rankbridge.errors import RetrievalError
@@ -45,6 +44,9 @@ def _write(run: Run, output: Path) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    # lazy: the runner (asyncio, the framework registry) loads only for `rankbridge run`, so --help stays fast
+    from rankbridge import runner
+
     output = Path(args.output)
     checkpoint = output.with_name(output.name + ".partial.jsonl")
     queries = load_queries(args.queries, split=args.split)
