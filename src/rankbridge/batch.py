@@ -657,21 +657,28 @@ class _SyncEngine:
         self.live += 1
         threading.Thread(target=self._worker, args=(slot,), daemon=True, name="rankbridge-batch").start()
 
+    def _take(self, slot: _Slot) -> Task | None:  # caller holds the lock
+        """The slot's next task, or None when the worker should end (it is then unregistered)."""
+        if self.control.closed or not self.pending:
+            self.live -= 1
+            self.slots.remove(slot)
+            self.cond.notify()
+            return None
+        task = slot.task = self.pending.popleft()
+        return task
+
     def _worker(self, slot: _Slot) -> None:
         call, convert, retrier, control = self.call, self.convert, self.retrier, self.control
         pending, lock, budget, pacer, timeout = self.pending, control.lock, self.budget, self.pacer, self.policy.timeout
-        while True:
-            with lock:
-                if control.closed or not pending:
-                    self.live -= 1
-                    self.slots.remove(slot)
-                    self.cond.notify()
-                    return
-                task = pending.popleft()
-                slot.task = task
+        take = self._take
+        with lock:
+            task = take(slot)
+        while task is not None:
             if task.not_before or pacer.interval:  # a retry's backoff, or a rate limit: wait for the start
                 delay = max(task.not_before - perf_counter(), pacer.reserve())
                 if delay > 0 and self.stop.wait(delay):
+                    with lock:
+                        task = take(slot)
                     continue
             if budget is not None:
                 refused = _admit(budget)
@@ -679,6 +686,7 @@ class _SyncEngine:
                     with lock:
                         slot.task = None
                         retrier.failed(task, refused, 0.0, retryable=False, error=None)
+                        task = take(slot)
                     continue
             t0 = perf_counter()
             if timeout is not None:
@@ -700,6 +708,7 @@ class _SyncEngine:
                     value = convert(raw)
                 except Exception as e:
                     bad = e
+            # one critical section records this task and takes the next (half the lock hand-offs)
             with lock:
                 if slot.abandoned:  # the watchdog timed this call out and replaced this worker
                     self.hung -= 1
@@ -714,6 +723,7 @@ class _SyncEngine:
                     retrier.failed(task, Failure(INVALID, describe(bad)), latency, retryable=False, error=None)
                 else:
                     retrier.done(task, value, latency)
+                task = take(slot)
 
     def run(self) -> None:
         timeout = self.policy.timeout

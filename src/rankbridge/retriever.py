@@ -341,7 +341,7 @@ def normalize_hits(
         plain = _fast_plain(seq)
         if plain is not None:
             return plain, notes
-        quick = _fast_framework(seq, keep_text)
+        quick = _fast_dicts(seq, keep_text) if type(seq[0]) is dict else _fast_framework(seq, keep_text)
         if quick is not None:
             return quick, notes
     hits: list[Hit] = []
@@ -433,6 +433,46 @@ def _fast_plain(seq: Sequence[Any]) -> list[Hit] | None:
     return list(map(Hit, ids, scores if set(map(type, scores)) == {float} else map(float, scores)))
 
 
+_DICT_ID_KEYS = ("doc_id", "id", "_id")
+
+
+def _fast_dicts(seq: Sequence[Any], keep_text: bool) -> list[Hit] | None:
+    """Plain dicts with a str id (``doc_id``/``id``/``_id``), a float or int score, a dict or no metadata.
+
+    What the general loop makes of them, read with ``dict.get`` only (None: anything else, for the
+    general loop to read or refuse).
+    """
+    out: list[Hit] = []
+    for d in seq:
+        if type(d) is not dict:
+            return None
+        doc_id = None
+        for key in _DICT_ID_KEYS:
+            doc_id = d.get(key)
+            if doc_id is not None and doc_id != "":
+                break
+        if type(doc_id) is not str or not doc_id:
+            return None
+        score = d.get("score")
+        if score is not None:
+            if type(score) is int:
+                score = float(score)
+            elif type(score) is not float:
+                return None
+            elif score != score:  # NaN: no score
+                score = None
+        text = None
+        if keep_text:
+            text = d["text"] if "text" in d else d.get("page_content")
+            if not isinstance(text, str):
+                text = None
+        meta = d.get("metadata")
+        if meta is not None and type(meta) is not dict:
+            return None
+        out.append(Hit(doc_id, score, text, meta))
+    return out
+
+
 def _fast_framework(seq: Sequence[Any], keep_text: bool) -> list[Hit] | None:
     """Framework results whose types were seen before, with plain ids: read directly (None: anything odd)."""
     out: list[Hit] = []
@@ -441,10 +481,14 @@ def _fast_framework(seq: Sequence[Any], keep_text: bool) -> list[Hit] | None:
             cls = type(item)
             if cls is tuple:
                 obj, score = item
-            elif _WRAPPER.get(cls):
-                obj, score = item.node, item.score
             else:
-                return None
+                wrapper = _WRAPPER.get(cls)
+                if wrapper:
+                    obj, score = item.node, item.score
+                elif wrapper is False and cls in _ID_KIND:  # a bare framework object (a LangChain Document)
+                    obj, score = item, None
+                else:
+                    return None
             ocls = type(obj)
             id_kind = _ID_KIND.get(ocls)
             text_kind = _TEXT_KIND.get(ocls)
@@ -458,10 +502,12 @@ def _fast_framework(seq: Sequence[Any], keep_text: bool) -> list[Hit] | None:
             text = None
             if keep_text:
                 text = obj.get_content() if text_kind == "get_content" else getattr(obj, text_kind)
-                if type(text) is not str:
+                if not isinstance(text, str):
                     text = None
             meta = getattr(obj, "metadata", None)
-            out.append(Hit(doc_id, score, text, meta if type(meta) is dict else None))
+            if meta is not None and type(meta) is not dict:  # another Mapping (kept), or not one (dropped)
+                return None
+            out.append(Hit(doc_id, score, text, meta))
     except Exception:
         return None
     return out
