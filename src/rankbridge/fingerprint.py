@@ -31,10 +31,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from rankbridge.types import GoldenSet, Qrels
+from rankbridge.types import GoldenSet, Qrels
 
 __all__ = ["qrels_fingerprint", "query_set_fingerprint", "short_fingerprint"]
 
@@ -80,8 +79,6 @@ def qrels_fingerprint(qrels: Qrels | GoldenSet | Mapping[Any, Any]) -> str:
     >>> qrels_fingerprint({7: {"d1": 1}}) == qrels_fingerprint({"7": {"d1": 1}})  # ids are read as str
     True
     """
-    from rankbridge.types import GoldenSet, Qrels
-
     if isinstance(qrels, GoldenSet):
         qrels = qrels.qrels
     if not isinstance(qrels, Qrels):

@@ -81,10 +81,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from rankbridge._numbers import json_float
+from rankbridge._version import __version__
 from rankbridge.errors import (
     InputError,
     MetricError,
@@ -94,12 +96,11 @@ from rankbridge.errors import (
     StoreLockedError,
     TrendSplitWarning,
 )
+from rankbridge.evaluate import Evaluation
 from rankbridge.fingerprint import qrels_fingerprint, query_set_fingerprint, short_fingerprint
 from rankbridge.metrics.measures import METRIC_DEFINITIONS_VERSION as _METRIC_DEFINITIONS_VERSION
-
-if TYPE_CHECKING:
-    from rankbridge.evaluate import Evaluation
-    from rankbridge.types import GoldenSet, Qrels, Run
+from rankbridge.metrics.measures import parse_measure
+from rankbridge.types import GoldenSet, Qrels, Run
 
 __all__ = [
     "DEFAULT_STORE_PATH",
@@ -267,17 +268,25 @@ class RunRecord:
         out["timestamp"] = self.timestamp.isoformat()
         out["tags"] = builtins.list(self.tags)
         out["metrics"] = builtins.list(self.metrics)
-        out["mean"] = {k: _finite_or_none(v) for k, v in self.mean.items()}
+        out["mean"] = {k: json_float(v) for k, v in self.mean.items()}
         out["config"] = dict(self.config)
         return out
 
 
 class TrendPoint(NamedTuple):
-    """One point of :meth:`RunStore.trend`: when, which record, and the metric's mean."""
+    """One point of a trend (:meth:`RunStore.trend`): when, which record, and the metric's mean.
+
+    The one trend point of rankbridge: a report draws these (as :class:`~rankbridge.reports.SeriesPoint`
+    rows, whose time is ISO 8601 text).
+    """
 
     timestamp: datetime
     record_id: int
     mean: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the time as ISO 8601 text, NaN as None)."""
+        return {"timestamp": self.timestamp.isoformat(), "record_id": self.record_id, "mean": json_float(self.mean)}
 
 
 @dataclass(frozen=True)
@@ -333,10 +342,8 @@ class HistorySeries:
             "metric_definitions_version": self.metric_definitions_version,
             "points": [
                 {
-                    "timestamp": p.timestamp.isoformat(),
-                    "record_id": p.record_id,
+                    **p.to_dict(),
                     "name": name,
-                    "mean": _finite_or_none(p.mean),
                     "num_queries": n,
                     "queries_added": added,
                     "queries_removed": removed,
@@ -429,10 +436,6 @@ def _is_readonly(exc: sqlite3.Error) -> bool:
     if isinstance(code, int):
         return code & 0xFF == 8  # SQLITE_READONLY
     return "readonly" in str(exc)
-
-
-def _finite_or_none(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else value
 
 
 def _json(value: Any, what: str) -> str:
@@ -600,8 +603,6 @@ class RunStore:
                 )
             if not may_create:
                 return False
-            from rankbridge import __version__
-
             for statement in _SCHEMA.split(";\n"):  # not executescript(): it would COMMIT our transaction
                 if statement.strip():
                     conn.execute(statement)
@@ -764,8 +765,6 @@ class RunStore:
 
         fingerprint = getattr(evaluation, "qrels_fingerprint", None)  # if evaluations ever carry one
         if qrels is not None:
-            from rankbridge.types import GoldenSet, Qrels
-
             judged = qrels.qrels if isinstance(qrels, GoldenSet) else qrels
             if not isinstance(judged, Qrels):
                 judged = Qrels(judged)
@@ -791,8 +790,6 @@ class RunStore:
                 )
             average = float(array.mean()) if n else math.nan
             metric_rows.append((position, str(metric), None if math.isnan(average) else average, n, array))
-
-        from rankbridge import __version__
 
         record = (
             record_name,
@@ -901,8 +898,6 @@ class RunStore:
         ...     store.attach_qrels(rid, qrels), store.get(rid).qrels_fingerprint == qrels_fingerprint(qrels)
         (1, True)
         """
-        from rankbridge.types import GoldenSet, Qrels
-
         ids = [record_ids] if isinstance(record_ids, int) else builtins.list(record_ids)
         judged = qrels.qrels if isinstance(qrels, GoldenSet) else qrels
         if not isinstance(judged, Qrels):
@@ -1040,9 +1035,6 @@ class RunStore:
         InputError
             When there is no such record.
         """
-        from rankbridge.evaluate import Evaluation
-        from rankbridge.metrics.measures import parse_measure
-
         with self._sqlite(f"read record {record_id}") as db:
             db.execute("BEGIN")  # one snapshot: the record and its values
             try:
@@ -1195,8 +1187,6 @@ def _query_ids(db: sqlite3.Connection, record_id: int) -> frozenset[str]:
 
 def _canonical_metric(metric: str) -> str:
     """The canonical name of a metric asked for; a joined column (``ragas.faithfulness``) as given."""
-    from rankbridge.metrics.measures import parse_measure
-
     if not isinstance(metric, str):
         raise InputError(f"metric must be a str such as 'ndcg@10'. Got {metric!r} instead.")
     try:
@@ -1210,8 +1200,6 @@ def _canonical_metric(metric: str) -> str:
 @functools.lru_cache(maxsize=1024)
 def _stored_metric_key(stored: str) -> str | None:
     """The canonical name of a stored metric under today's parser (a spelling may have changed since)."""
-    from rankbridge.metrics.measures import parse_measure
-
     try:
         return str(parse_measure(stored))
     except MetricError:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from rankbridge._numbers import json_float
 from rankbridge.errors import InputError, MissingExtraError, RankbridgeError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -183,9 +184,7 @@ class MlflowLog:
 
 
 def _json_value(x: Any) -> Any:
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
+    return json_float(x) if isinstance(x, float) else x
 
 
 def _clean(obj: Any) -> Any:

@@ -56,6 +56,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from rankbridge._numbers import fmt_number, json_float
 from rankbridge.errors import InputError
 
 __all__ = [
@@ -125,14 +126,6 @@ FloatArray = npt.NDArray[np.float64]
 # --------------------------------------------------------------------------------------------------
 
 
-def _fmt(x: float) -> str:
-    return "nan" if math.isnan(x) else f"{x:.4f}"
-
-
-def _json_float(x: float) -> float | None:
-    return x if math.isfinite(x) else None
-
-
 @dataclass(frozen=True, slots=True)
 class Interval:
     """A point estimate with a confidence interval.
@@ -177,15 +170,16 @@ class Interval:
 
     def __str__(self) -> str:
         return (
-            f"{_fmt(self.estimate)} [{_fmt(self.low)}, {_fmt(self.high)}] ({self.level:.0%} {self.method}, n={self.n})"
+            f"{fmt_number(self.estimate)} [{fmt_number(self.low)}, {fmt_number(self.high)}] "
+            f"({self.level:.0%} {self.method}, n={self.n})"
         )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (non-finite numbers become ``None``)."""
         return {
-            "estimate": _json_float(self.estimate),
-            "low": _json_float(self.low),
-            "high": _json_float(self.high),
+            "estimate": json_float(self.estimate),
+            "low": json_float(self.low),
+            "high": json_float(self.high),
             "level": self.level,
             "method": self.method,
             "n": self.n,
@@ -224,8 +218,8 @@ class PairedTestResult:
         """A JSON-ready dict (non-finite numbers become ``None``)."""
         return {
             "test": self.test,
-            "statistic": _json_float(self.statistic),
-            "pvalue": _json_float(self.pvalue),
+            "statistic": json_float(self.statistic),
+            "pvalue": json_float(self.pvalue),
             "n": self.n,
             "method": self.method,
             "alternative": self.alternative,

@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rankbridge.errors import MissingExtraError
-from rankbridge.reports.model import RELEVANCE_CLASSES, fmt_ci, fmt_diff, fmt_p, fmt_pct, fmt_value
+from rankbridge.reports.cells import RELEVANCE_CLASSES, fmt_ci, fmt_diff, fmt_p, fmt_pct, fmt_value
+from rankbridge.reports.plots import render_plots, trend_groups
 
 if TYPE_CHECKING:  # pragma: no cover
     from rankbridge.reports.model import Report
@@ -456,12 +457,8 @@ def render(report: Report, *, plots: bool = True, fragment: bool = False) -> str
 
     svgs: dict[str, Any] = {}
     if plots:
-        from rankbridge.reports.plots import render_plots
-
         # matplotlib writes the SVG and escapes every label in it: trusted markup.
         svgs = {name: markupsafe.Markup(svg) for name, svg in render_plots(report).items()}
-    from rankbridge.reports.plots import trend_groups
-
     body = env.from_string(TEMPLATE).render(
         r=report,
         plots=_Plots(svgs),

@@ -23,18 +23,10 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rankbridge.reports.model import (
-    QueryItem,
-    escape_controls,
-    fmt_ci,
-    fmt_diff,
-    fmt_p,
-    fmt_pct,
-    fmt_value,
-)
+from rankbridge.reports.cells import escape_controls, fmt_ci, fmt_diff, fmt_p, fmt_pct, fmt_value
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rankbridge.reports.model import Report, StrategyRow
+    from rankbridge.reports.model import QueryItem, Report, StrategyRow
 
 __all__ = ["escape", "render"]
 

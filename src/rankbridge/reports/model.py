@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings as _warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -44,13 +45,28 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from rankbridge._numbers import json_float
+from rankbridge._version import __version__
 from rankbridge.analysis import Comparison, FailedQuery, Failures, QueryRow, SliceTable
 from rankbridge.analysis import failures as compute_failures
+from rankbridge.analysis.relevance import (
+    label_scale,
+    relevance_classes,
+    relevance_depth,
+    top_labels,
+)
 from rankbridge.errors import InputError
 from rankbridge.evaluate import Evaluation, evaluate
-from rankbridge.metrics.measures import Measure, parse_measure
+from rankbridge.io._atomic import atomic_write
+from rankbridge.metrics.measures import Measure, column_facts, parse_measure
 from rankbridge.metrics.ranking import HitTable, compute
-from rankbridge.metrics.stats import Interval, confidence_interval, paired_difference_ci, paired_test
+from rankbridge.metrics.stats import Interval
+from rankbridge.reports import html as _html
+from rankbridge.reports import json as _json
+from rankbridge.reports import markdown as _markdown
+from rankbridge.reports import terminal as _terminal
+from rankbridge.reports.cells import escape_controls, fmt_ci, fmt_diff, fmt_p, fmt_pct, fmt_value
+from rankbridge.store import RunStore, TrendPoint
 from rankbridge.types import GoldenSet, Qrels, Run
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -74,11 +90,17 @@ __all__ = [
     "RerankSection",
     "RunFailureSummary",
     "RunQueries",
+    "SeriesPoint",
     "StrategyRow",
     "TrendPoint",
     "TrendSeries",
     "build_report",
     "escape_controls",
+    "fmt_ci",
+    "fmt_diff",
+    "fmt_p",
+    "fmt_pct",
+    "fmt_value",
     "plain_reading",
     "trend_from_history",
 ]
@@ -115,88 +137,8 @@ RAGAS_NOTE = (
 # --------------------------------------------------------------------------------------------------
 
 
-#: Characters escaped before printing: C0 controls (ESC starts CSI/OSC sequences), DEL, C1 controls
-#: (U+009B is a one-byte CSI), the Unicode line/paragraph separators and the bidirectional overrides and
-#: isolates (they reorder what is shown: "Trojan source").
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def _control_escape(match: re.Match[str]) -> str:
-    code = ord(match.group(0))
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def escape_controls(text: object) -> str:
-    r"""Show control characters as visible escapes, so that printing a data string cannot steer a terminal.
-
-    ESC (and with it every CSI / OSC sequence: colours, cursor moves, window titles, hyperlinks), the other
-    C0 and C1 controls (tab, newline and carriage return included), DEL, the Unicode line separators and the
-    bidirectional overrides become ``\x1b``, ``\x0a``, ``\u202e``...; everything else is kept.
-
-    Examples
-    --------
-    >>> print(escape_controls("run\x1b]8;;http://x\x07name\x1b[2J"))
-    run\x1b]8;;http://x\x07name\x1b[2J
-    >>> print(escape_controls("a\u202eb\nc"), escape_controls("plain text, é"))
-    a\u202eb\x0ac plain text, é
-    """
-    return _CONTROLS.sub(_control_escape, str(text))
-
-
 def _nan(x: float | None) -> bool:
     return x is None or not math.isfinite(x)
-
-
-def fmt_value(x: float | None, digits: int = 3) -> str:
-    """A value for a table cell (``"-"`` when undefined).
-
-    Examples
-    --------
-    >>> fmt_value(0.51234), fmt_value(float("nan"))
-    ('0.512', '-')
-    """
-    return "-" if x is None or _nan(x) else f"{x:.{digits}f}"
-
-
-def fmt_diff(x: float | None, digits: int = 3) -> str:
-    """A signed difference (``"+0.120"``)."""
-    return "-" if x is None or _nan(x) else f"{x:+.{digits}f}"
-
-
-def fmt_ci(iv: Interval | None, digits: int = 3, sign: bool = False) -> str:
-    """``"[low, high]"`` of an interval (``"-"`` when it has no bounds).
-
-    Examples
-    --------
-    >>> fmt_ci(Interval(0.5, 0.4, 0.6, 0.95, "t", 20))
-    '[0.400, 0.600]'
-    """
-    if iv is None or _nan(iv.low) or _nan(iv.high):
-        return "-"
-    f = fmt_diff if sign else fmt_value
-    return f"[{f(iv.low, digits)}, {f(iv.high, digits)}]"
-
-
-def fmt_p(p: float | None) -> str:
-    """A p-value (``"<0.001"`` below 0.001).
-
-    Examples
-    --------
-    >>> fmt_p(0.0312), fmt_p(0.00001)
-    ('0.031', '<0.001')
-    """
-    if p is None or _nan(p):
-        return "-"
-    return "<0.001" if p < 1e-3 else f"{p:.3f}"
-
-
-def fmt_pct(x: float | None) -> str:
-    """A share as a percentage (``"42%"``)."""
-    return "-" if x is None or _nan(x) else f"{100 * x:.0f}%"
-
-
-def _json_float(x: float | None) -> float | None:
-    return None if x is None or not math.isfinite(x) else float(x)
 
 
 def _iv_dict(iv: Interval | None) -> dict[str, Any] | None:
@@ -437,11 +379,11 @@ class StrategyRow:
             "left_out": self.left_out,
             "reading": self.reading,
             "difference": _iv_dict(self.difference),
-            "relative_change": _json_float(self.relative_change),
-            "pvalue": _json_float(self.pvalue),
-            "pvalue_adjusted": _json_float(self.pvalue_adjusted),
+            "relative_change": json_float(self.relative_change),
+            "pvalue": json_float(self.pvalue),
+            "pvalue_adjusted": json_float(self.pvalue_adjusted),
             "significant": self.significant,
-            "effect_size": _json_float(self.effect_size),
+            "effect_size": json_float(self.effect_size),
             "wins": self.wins,
             "ties": self.ties,
             "losses": self.losses,
@@ -477,7 +419,7 @@ class CutoffTable:
             "ks": list(self.ks),
             "depth": self.depth,
             "values": {
-                m: {r: [_json_float(v) for v in vs] for r, vs in runs.items()} for m, runs in self.values.items()
+                m: {r: [json_float(v) for v in vs] for r, vs in runs.items()} for m, runs in self.values.items()
             },
         }
 
@@ -545,10 +487,10 @@ class QueryItem:
             "query_id": self.query_id,
             "query": self.query,
             "run": self.run,
-            "value": _json_float(self.value),
+            "value": json_float(self.value),
             "expected": list(self.expected),
             "retrieved": list(self.retrieved),
-            "top_score": _json_float(self.top_score),
+            "top_score": json_float(self.top_score),
             "first_relevant_rank": self.first_relevant_rank,
             "top_text": self.top_text,
             "error": self.error,
@@ -615,8 +557,9 @@ class RunQueries:
 
 
 @dataclass(frozen=True)
-class TrendPoint:
-    """One saved run in a trend: when (ISO 8601), which history record, and the mean."""
+class SeriesPoint:
+    """A :class:`~rankbridge.store.TrendPoint` as a report shows it: the time as ISO 8601 text (a point given
+    by hand may carry any label), the history record (None for such a point), and the mean."""
 
     timestamp: str
     record_id: int | None
@@ -624,7 +567,7 @@ class TrendPoint:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return {"timestamp": self.timestamp, "record_id": self.record_id, "mean": _json_float(self.mean)}
+        return {"timestamp": self.timestamp, "record_id": self.record_id, "mean": json_float(self.mean)}
 
 
 @dataclass(frozen=True)
@@ -638,9 +581,13 @@ class TrendSeries:
 
     metric: str
     name: str | None
-    points: tuple[TrendPoint, ...]
+    points: tuple[SeriesPoint, ...]
     group: str | None = None
     current: bool = True
+
+    def __post_init__(self) -> None:
+        # store TrendPoints and (timestamp, record_id, mean) tuples become the report's SeriesPoints
+        object.__setattr__(self, "points", tuple(_trend_point(p) for p in self.points))
 
     @property
     def label(self) -> str:
@@ -657,10 +604,6 @@ class TrendSeries:
             "current": self.current,
             "points": [p.to_dict() for p in self.points],
         }
-
-
-#: Relevance classes of :class:`RelevanceProfile`, in display order.
-RELEVANCE_CLASSES = ("highly relevant", "relevant", "not relevant", "unjudged")
 
 
 @dataclass(frozen=True)
@@ -703,9 +646,9 @@ class RelevanceProfile:
         """A JSON-ready dict."""
         return {
             "run": self.run,
-            "mean_by_rank": [_json_float(v) for v in self.mean_by_rank],
-            "shares": {k: _json_float(v) for k, v in self.shares.items()},
-            "relevant_plus": _json_float(self.relevant_plus),
+            "mean_by_rank": [json_float(v) for v in self.mean_by_rank],
+            "shares": {k: json_float(v) for k, v in self.shares.items()},
+            "relevant_plus": json_float(self.relevant_plus),
             "counts": dict(self.counts),
             "mean_relevance": _iv_dict(self.mean_relevance),
         }
@@ -817,7 +760,7 @@ class RagasSection:
             "reasons": {c: dict(runs) for c, runs in self.reasons.items()},
             "differences": {c: {r: iv.to_dict() for r, iv in runs.items()} for c, runs in self.differences.items()},
             "pvalues_adjusted": {
-                c: {r: _json_float(p) for r, p in runs.items()} for c, runs in self.pvalues_adjusted.items()
+                c: {r: json_float(p) for r, p in runs.items()} for c, runs in self.pvalues_adjusted.items()
             },
             "left_out": {c: dict(runs) for c, runs in self.left_out.items()},
         }
@@ -918,7 +861,7 @@ class Recommendation:
             "runner_up": self.runner_up,
             "runner_up_value": _iv_dict(self.runner_up_value),
             "difference": _iv_dict(self.difference),
-            "pvalue": _json_float(self.pvalue),
+            "pvalue": json_float(self.pvalue),
             "adjusted": self.adjusted,
             "significant": self.significant,
             "test": self.test,
@@ -971,7 +914,7 @@ class RerankRow:
             "values": {k: v.to_dict() for k, v in self.values.items()},
             "relevance": {k: v.to_dict() for k, v in self.relevance.items()},
             "difference": _iv_dict(self.difference),
-            "pvalue": _json_float(self.pvalue),
+            "pvalue": json_float(self.pvalue),
             "significant": self.significant,
         }
 
@@ -1196,36 +1139,26 @@ class Report:
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """The report as JSON text (see :mod:`rankbridge.reports.json`)."""
-        from rankbridge.reports.json import render
-
-        return render(self, indent=indent)
+        return _json.render(self, indent=indent)
 
     def to_markdown(self) -> str:
         """The report as Markdown (see :mod:`rankbridge.reports.markdown`)."""
-        from rankbridge.reports.markdown import render
-
-        return render(self)
+        return _markdown.render(self)
 
     def to_html(self, *, plots: bool = True, fragment: bool = False) -> str:
         """The report as one self-contained HTML file (see :mod:`rankbridge.reports.html`).
 
         Needs the ``report`` extra (Jinja2, and matplotlib for ``plots=True``).
         """
-        from rankbridge.reports.html import render
-
-        return render(self, plots=plots, fragment=fragment)
+        return _html.render(self, plots=plots, fragment=fragment)
 
     def to_text(self, *, width: int = 120) -> str:
         """The terminal rendering as plain text, without colour (needs rich)."""
-        from rankbridge.reports.terminal import render_text
-
-        return render_text(self, width=width)
+        return _terminal.render_text(self, width=width)
 
     def print(self, console: Console | None = None) -> None:
         """Print the report to the terminal with rich tables (plain Markdown when rich is missing)."""
-        from rankbridge.reports.terminal import print_report
-
-        print_report(self, console=console)
+        _terminal.print_report(self, console=console)
 
     def save(self, path: str | os.PathLike[str], format: Format | None = None) -> None:
         """Write the report atomically; the format comes from ``format`` or the file's suffix.
@@ -1243,8 +1176,6 @@ class Report:
             text = self.to_text()
         else:
             raise InputError(f"format must be one of terminal, md, html, json. Got {fmt!r} instead.")
-        from rankbridge.io._atomic import atomic_write
-
         with atomic_write(path) as fh:
             fh.write(text if text.endswith("\n") else text + "\n")
 
@@ -1410,46 +1341,14 @@ def _cutoffs(cmp: Comparison, ks: Sequence[int]) -> CutoffTable | None:
     return CutoffTable(measures=CUTOFF_MEASURES, ks=kept, values=values, depth=depth)
 
 
-def _label_scale(tables: Mapping[str, HitTable]) -> int:
-    return max((int(t.judged_label.max()) if len(t.judged_label) else 0) for t in tables.values())
-
-
-def _relevance_depth(tables: Mapping[str, HitTable], depth: int) -> int:
-    deepest = max((int(t.n_ret.max()) if t.num_queries else 0) for t in tables.values())
-    return max(1, min(depth, deepest))
-
-
-def _mean_relevance_values(t: HitTable, depth: int) -> np.ndarray:
-    """Per question: the mean label of its top ``depth`` results (unjudged and negative = 0; no result = 0)."""
-    sel = t.hit_rank <= depth
-    sums = np.bincount(
-        t.hit_query[sel], weights=np.maximum(t.hit_label[sel], 0).astype(np.float64), minlength=t.num_queries
-    )[: t.num_queries]
-    shown = np.minimum(t.n_ret, depth).astype(np.float64)
-    return np.where(shown > 0, sums / np.maximum(shown, 1.0), 0.0)
-
-
-def _interval(cmp: Comparison, values: np.ndarray, bounds: tuple[float, float] | None) -> Interval:
-    if len(values) == 0:
-        return Interval(math.nan, math.nan, math.nan, cmp.level, "t", 0)
-    return confidence_interval(
-        values,
-        level=cmp.level,
-        method=cmp.ci_method,  # type: ignore[arg-type]
-        n_resamples=cmp.n_resamples,
-        seed=cmp.seed,
-        bounds=bounds,
-    )
-
-
 def _relevance(cmp: Comparison, depth: int) -> RelevanceSection | None:
     tables = _tables(cmp)
     if not tables:
         return None
-    max_label = _label_scale(tables)
+    max_label = label_scale(tables.values())
     if max_label < 1:
         return None
-    d = _relevance_depth(tables, depth)
+    d = relevance_depth(tables.values(), depth)
     graded = max_label >= 2
     high = min(3, max_label) if graded else None
     relevant_label = 2 if max_label >= 3 else 1
@@ -1458,24 +1357,12 @@ def _relevance(cmp: Comparison, depth: int) -> RelevanceSection | None:
         t = tables.get(run)
         if t is None:
             continue
-        sel = t.hit_rank <= d
-        ranks, labels = t.hit_rank[sel], np.maximum(t.hit_label[sel], 0)
-        sums = np.bincount(ranks - 1, weights=labels.astype(np.float64), minlength=d)[:d]
-        have = np.array([(t.n_ret >= r).sum() for r in range(1, d + 1)], dtype=np.float64)
-        mean_by_rank = tuple(float(s / h) if h > 0 else math.nan for s, h in zip(sums, have, strict=True))
-        total = int(np.minimum(t.n_ret, d).sum())
-        raw = t.hit_label[sel]
-        n_high = int((raw >= high).sum()) if high is not None else 0
-        n_rel = int((raw >= relevant_label).sum()) - n_high
-        n_not = int((raw < relevant_label).sum())
-        counts = {
-            "highly relevant": n_high,
-            "relevant": n_rel,
-            "not relevant": n_not,
-            "unjudged": total - n_high - n_rel - n_not,
-        }
+        top = top_labels(t, d)
+        counts = relevance_classes(top.distribution, high=high, relevant=relevant_label)
+        total = top.total
         shares = {k: (v / total if total else math.nan) for k, v in counts.items()}
-        mean_rel = _interval(cmp, _mean_relevance_values(t, d), (0.0, float(max_label)))
+        mean_rel = cmp.interval(top.per_query, (0.0, float(max_label)))
+        mean_by_rank = top.mean_by_rank
         profiles.append(RelevanceProfile(run, mean_by_rank, shares, counts, mean_rel))
     if not profiles:
         return None
@@ -1516,25 +1403,14 @@ def _values_of(cmp: Comparison, ev: Evaluation, measure: Measure) -> np.ndarray 
     return None
 
 
-def _bounds(measure: Measure) -> tuple[float, float] | None:
-    return (0.0, 1.0) if measure.name in _UNIT_MEASURES else (0.0, math.inf)
+def _bounds(measure: Measure) -> tuple[float, float]:
+    return column_facts(str(measure)).bounds
 
 
-_UNIT_MEASURES = {"hit_rate", "mrr", "precision", "recall", "map", "ndcg", "ndcg_exp", "r_precision", "judged"}
-
-
-def _paired(cmp: Comparison, a: np.ndarray, b: np.ndarray) -> tuple[Interval, float]:
-    """``mean(a - b)`` with its interval and the comparison's paired test (unadjusted p)."""
-    diff = paired_difference_ci(
-        a,
-        b,
-        level=cmp.level,
-        method=cmp.ci_method,  # type: ignore[arg-type]
-        n_resamples=cmp.n_resamples,
-        seed=cmp.seed,
-    )
-    result = paired_test(a, b, cmp.test, n_resamples=cmp.n_resamples, seed=cmp.seed)  # type: ignore[arg-type]
-    return diff, float(result.pvalue)
+def _paired(cmp: Comparison, a: np.ndarray, b: np.ndarray, measure: Measure) -> tuple[Interval, float]:
+    """``mean(a - b)`` with its interval and the comparison's paired test (unadjusted p), from the kernel."""
+    pd = cmp.paired_difference(a, b, column_facts(str(measure)).span)
+    return pd.difference, float(pd.test.pvalue)
 
 
 def _recommendation(cmp: Comparison, recommend_by: str) -> Recommendation | None:
@@ -1556,7 +1432,7 @@ def _recommendation(cmp: Comparison, recommend_by: str) -> Recommendation | None
     if name in cmp.means:
         means = {r: cmp.means[name][r] for r in cmp.runs}
     else:
-        means = {r: _interval(cmp, vals[r], _bounds(measure)) for r in cmp.runs}
+        means = {r: cmp.interval(vals[r], _bounds(measure)) for r in cmp.runs}
     order = sorted(cmp.runs, key=lambda r: (-means[r].estimate, cmp.runs.index(r)))
     best = order[0]
     depths = [int(t.n_ret.max()) for t in _tables(cmp).values() if t.num_queries]
@@ -1579,7 +1455,7 @@ def _recommendation(cmp: Comparison, recommend_by: str) -> Recommendation | None
         diff = pc.difference if best == other else _flip(pc.difference)
         p, adjusted = pc.pvalue_adjusted, True
     else:
-        diff, p = _paired(cmp, vals[best], vals[second])
+        diff, p = _paired(cmp, vals[best], vals[second], measure)
     significant = bool(p < cmp.alpha) and diff.estimate > 0
     p_text = f"p adj {fmt_p(p)}" if adjusted else f"p {fmt_p(p)}, {cmp.test} test"
     versus = f"{fmt_diff(diff.estimate)} {fmt_ci(diff, sign=True)}, {p_text}"
@@ -1648,8 +1524,8 @@ def _rerank(
     if rec is None or len(tables) != len(cmp.runs):
         return None
     measure = parse_measure(rec.metric)
-    d = _relevance_depth(tables, depth)
-    scale = float(max(_label_scale(tables), 1))
+    d = relevance_depth(tables.values(), depth)
+    scale = float(max(label_scale(tables.values()), 1))
     pairs = _rerank_pairs(cmp, runs, given, stage)
 
     def stats(ev: Evaluation) -> tuple[np.ndarray, Interval, Interval]:
@@ -1658,8 +1534,8 @@ def _rerank(
         iv = cmp.means[rec.metric][ev_name[id(ev)]] if rec.metric in cmp.means and id(ev) in ev_name else None
         return (
             v,
-            iv or _interval(cmp, v, _bounds(measure)),
-            _interval(cmp, _mean_relevance_values(ev.table, d), (0.0, scale)),
+            iv or cmp.interval(v, _bounds(measure)),
+            cmp.interval(top_labels(ev.table, d).per_query, (0.0, scale)),
         )
 
     ev_name = {id(cmp.evaluations[r]): r for r in cmp.runs}
@@ -1681,7 +1557,7 @@ def _rerank(
             ev_without = cmp.evaluations[without]
         v0, m0, r0 = stats(ev_without)
         v1, m1, r1 = stats(ev_with)
-        diff, p = _paired(cmp, v1, v0)
+        diff, p = _paired(cmp, v1, v0, measure)
         rows.append(
             RerankRow(
                 strategy,
@@ -1836,7 +1712,6 @@ def _ragas(
                 continue
             v = ev.values[col]
             nan = np.isnan(v)
-            ok = v[~nan]
             if nan.any():
                 unscored.setdefault(col, {})[run] = int(nan.sum())
                 found = [
@@ -1845,17 +1720,7 @@ def _ragas(
                     if bad
                 ]
                 why.setdefault(col, {})[run] = _group_reasons(found)
-            if len(ok) == 0:
-                values[col][run] = Interval(math.nan, math.nan, math.nan, cmp.level, "none", 0)
-                continue
-            values[col][run] = confidence_interval(
-                ok,
-                level=cmp.level,
-                method=cmp.ci_method,  # type: ignore[arg-type]
-                n_resamples=cmp.n_resamples,
-                seed=cmp.seed,
-                bounds=(0.0, 1.0),
-            )
+            values[col][run] = cmp.interval(v, column_facts(col).bounds)  # over the scored rows
     readings = {c: _ragas_reading(c[len(RAGAS_PREFIX) :], math.nan) for c in columns}
     return RagasSection(
         columns=tuple(columns),
@@ -2097,10 +1962,6 @@ def trend_from_history(history: Any, metric: str, names: Sequence[str]) -> tuple
     trends, notes
         ``{(metric, name): Trend}`` for the names with saved records, and the store's warnings.
     """
-    import warnings as _warnings
-
-    from rankbridge.store import RunStore
-
     trends: dict[tuple[str, str], Any] = {}
     with _warnings.catch_warnings(record=True) as caught:
         _warnings.simplefilter("always")
@@ -2122,8 +1983,8 @@ def trend_from_history(history: Any, metric: str, names: Sequence[str]) -> tuple
     return trends, notes
 
 
-def _trend_point(p: Any) -> TrendPoint:
-    if isinstance(p, TrendPoint):
+def _trend_point(p: Any) -> SeriesPoint:
+    if isinstance(p, SeriesPoint):
         return p
     # rankbridge.store.TrendPoint (timestamp, record_id, mean) or any (timestamp, record_id, mean) tuple
     try:
@@ -2131,7 +1992,7 @@ def _trend_point(p: Any) -> TrendPoint:
     except (TypeError, ValueError):
         raise InputError(f"trend: expected (timestamp, record_id, mean) points, found {p!r}") from None
     stamp = ts.isoformat() if isinstance(ts, datetime) else str(ts)
-    return TrendPoint(stamp, None if rid is None else int(rid), float(mean))
+    return SeriesPoint(stamp, None if rid is None else int(rid), float(mean))
 
 
 def _doc_texts(
@@ -2404,8 +2265,6 @@ def build_report(
         stamp = generated_at.isoformat()
     else:
         stamp = str(generated_at)
-    import rankbridge
-
     qrels_name = None
     if isinstance(qrels, Qrels):
         qrels_name = qrels.name
@@ -2416,7 +2275,7 @@ def build_report(
     return Report(
         title=title,
         generated_at=stamp,
-        rankbridge_version=rankbridge.__version__,
+        rankbridge_version=__version__,
         qrels_name=qrels_name,
         num_queries=comparison.num_queries,
         runs=comparison.runs,

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from rankbridge.errors import MissingExtraError
-from rankbridge.reports.model import RELEVANCE_CLASSES, fmt_value
+from rankbridge.reports.cells import RELEVANCE_CLASSES, fmt_value
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure

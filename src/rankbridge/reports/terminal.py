@@ -20,20 +20,12 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from rankbridge.errors import MissingExtraError
-from rankbridge.reports.model import (
-    QueryItem,
-    escape_controls,
-    fmt_ci,
-    fmt_diff,
-    fmt_p,
-    fmt_pct,
-    fmt_value,
-)
+from rankbridge.reports.cells import escape_controls, fmt_ci, fmt_diff, fmt_p, fmt_pct, fmt_value
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
 
-    from rankbridge.reports.model import Report
+    from rankbridge.reports.model import QueryItem, Report
 
 __all__ = ["print_report", "render_text"]
 
