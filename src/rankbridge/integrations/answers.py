@@ -38,6 +38,7 @@ from typing import Any
 
 from rankbridge import batch
 from rankbridge.errors import InputError
+from rankbridge.retriever import normalize_hits
 from rankbridge.types import GoldenSet, Hit, Query, Run
 
 __all__ = ["Answer", "Answers", "generate_answers"]
@@ -201,8 +202,6 @@ def _parse_contexts(
         else i
         for i in items
     ]
-    from rankbridge.retriever import normalize_hits
-
     hits, _ = normalize_hits(pairs, k=len(pairs), id_from=id_from)
     texts: list[str] = []
     ids: list[str] = []
