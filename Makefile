@@ -23,6 +23,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests $(wildcard benchmarks examples scripts)
 	$(BIN)/ruff format --check src tests $(wildcard benchmarks examples scripts)
+	$(BIN)/lint-imports --no-cache --no-logo
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
