@@ -15,6 +15,8 @@ import pytest
 from rankbridge import batch
 from rankbridge.batch import Budget, Failure, Outcome, Policy, Task, arun_block, run_async, run_block, run_sync
 from rankbridge.errors import BudgetExceededError, InputError
+from rankbridge.judge import Judge
+from rankbridge.judge.llm import BudgetExhausted, CallPolicy, Session, as_llm
 
 httpx = pytest.importorskip("httpx")
 openai = pytest.importorskip("openai")
@@ -248,3 +250,35 @@ def test_policy_refuses_bad_settings() -> None:
         Policy(timeout=0)
     with pytest.raises(InputError, match="max_calls must be an int >= 0 or None"):
         Budget(max_calls=-1)
+
+
+# -- the users ------------------------------------------------------------------------------------------
+def test_the_judge_waits_for_retry_after_and_shares_a_budget() -> None:
+    assert BudgetExhausted is BudgetExceededError
+    calls: list[float] = []
+
+    def llm(prompt: str) -> str:
+        calls.append(time.perf_counter())
+        if len(calls) == 1:
+            raise _openai_429({"retry-after": "0.3"})
+        return '{"grade": 2, "reason": "on topic"}'
+
+    with Judge(llm, model_id="m", retries=1, backoff=0.001, concurrency=1) as judge:
+        res = judge.judge_pairs([("q1", "d1")], {"q1": "tea?"}, {"d1": "Tea is a drink."})
+    assert res.report.complete and res.report.usage.retries == 1
+    assert calls[1] - calls[0] >= 0.29  # the server's wait, not the 1 ms backoff
+
+    # two sessions (two judges) on one budget: the limit holds for both together
+    shared = Budget(max_calls=3)
+    client = as_llm(lambda prompt: "ok", model_id="m")
+    a, b = Session(client, CallPolicy(), budget=shared), Session(client, CallPolicy(), budget=shared)
+
+    async def ask(session: Session) -> str:
+        return (await session.call("hi")).text
+
+    async def main() -> list[Any]:
+        return await asyncio.gather(*(ask(s) for s in (a, b, a, b)), return_exceptions=True)
+
+    got = asyncio.run(main())
+    assert got.count("ok") == 3 and sum(isinstance(g, BudgetExceededError) for g in got) == 1
+    assert a.stopped == b.stopped == "budget reached: max_calls=3"
