@@ -749,6 +749,7 @@ def run_retriever(
     keep_going: bool = False,
     check_ids: bool = True,
     retrieval: Retrieval | None = None,
+    executor: Any = None,
 ) -> Run:
     """Retrieve the top ``k`` for every query and return them as a :class:`~rankbridge.Run`.
 
@@ -810,6 +811,10 @@ def run_retriever(
         For an app that may retrieve several times per question (an agent): which retrievals are scored,
         ``"final"`` (default), ``"first"``, ``"last"``, ``"merge"`` or ``"all"`` (see
         :func:`rankbridge.apps.run_app`). Refused for a retriever.
+    executor:
+        Run blocks of the questions elsewhere and merge them, e.g.
+        :class:`rankbridge.integrations.ray.RayExecutor` (each block is this function in a Ray task; see its
+        ``run_retriever`` for checkpoints and failed blocks). The other options are passed on.
 
     Returns
     -------
@@ -834,6 +839,13 @@ def run_retriever(
     >>> run.ranking("q1"), run.ranking("q2"), sorted(run.latency)
     (['d1', 'd2'], [], ['q1', 'q2'])
     """
+    if executor is not None:
+        return executor.run_retriever(  # type: ignore[no-any-return]
+            retriever, queries, k=k, concurrency=concurrency, timeout=timeout, retries=retries, backoff=backoff,
+            progress=progress, checkpoint=checkpoint, retry_failed=retry_failed, name=name, mode=mode,
+            id_from=id_from, doc_map=doc_map, keep_text=keep_text, keep_going=keep_going, check_ids=check_ids,
+            retrieval=retrieval,
+        )  # fmt: skip
     if is_app(retriever):
         _check_app_options(checkpoint, mode, retries)
         run = run_app(

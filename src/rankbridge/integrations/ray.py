@@ -36,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from rankbridge.errors import IdMismatchError, InputError, MissingExtraError, RetrievalError
+from rankbridge.batch import Budget
+from rankbridge.errors import BudgetExceededError, IdMismatchError, InputError, MissingExtraError, RetrievalError
 from rankbridge.evaluate import (
     Evaluation,
     MissingPolicy,
@@ -48,7 +49,7 @@ from rankbridge.evaluate import (
     merge_evaluations,
 )
 from rankbridge.judge.grading import JudgeReport, Judgments, _run_list, judge_runs, pool
-from rankbridge.judge.llm import Usage
+from rankbridge.judge.llm import CallPolicy, Usage
 from rankbridge.runner import _as_queries, _hit_json, _load_checkpoint, _refuse_suspicious, run_retriever
 from rankbridge.types import GoldenSet, Qrels, Run
 
@@ -58,7 +59,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is installed in the dev environment
     raise MissingExtraError("ray", "ray", "rankbridge.integrations.ray") from exc
 
-__all__ = ["RayExecutor", "check_picklable"]
+__all__ = ["RayBudget", "RayExecutor", "check_picklable"]
 
 #: run rows' columns read from a Ray Dataset
 _ROW_COLUMNS = ("query_id", "doc_id", "score", "rank")
@@ -395,8 +396,6 @@ class RayExecutor:
         *,
         k: int = 10,
         cache: str | os.PathLike[str] | None = None,
-        max_calls: int | None = None,
-        max_tokens: int | None = None,
         **options: Any,
     ) -> Judgments:
         """``judge_runs(...)`` in blocks of queries on Ray; the same labels and report as one process.
@@ -404,84 +403,145 @@ class RayExecutor:
         Semantics, beside the local judge's:
 
         * The pooled pairs are cut by query into blocks; each block is ``judge_runs(...)`` in a task with
-          the same prompt, policy (concurrency, retries, timeouts, repairs) and ``cache``. The cache must
+          the same prompt, policy (concurrency, timeouts, retries, repairs) and ``cache``. The cache must
           be a path every worker can open (one machine, or storage every node mounts): each task reads
           and writes it as the local judge does, so a later call pays no pair twice (that is the resume).
-        * Budgets hold for the whole batch: when ``max_calls`` (or ``max_tokens``) is set, each block
-          submitted gets an equal share of what is left unspent and unreserved (left divided by the free
-          task slots), and what a finished block did not spend goes back. So the total never exceeds
-          ``max_calls``; it can stop earlier than one process would (a block cannot use another's unused
-          share while both run). ``max_tokens`` may pass by what calls in flight use, per block. Blocks
-          that get no share are reported as not judged, ``stopped`` saying the budget was reached.
-        * ``max_errors`` counts per block.
+        * One budget for the whole batch: ``max_calls``, ``max_tokens`` and ``max_errors`` live in one
+          :class:`~rankbridge.batch.Budget` held by a Ray actor, and every call of every block is admitted
+          by it before it starts -- so ``max_calls`` is exact across blocks as it is across threads, and
+          ``max_tokens`` may be passed by what the calls in flight use (now those of every block in
+          flight). Which pairs a stopped batch judged can differ from one process (blocks run side by
+          side); every grade given is the same.
+        * The report is the blocks' reports added up (pairs, judged, new, from cache, usage; failures,
+          flags and pairs not judged joined).
         """
         check_picklable(llm, "LLM")
         run_list = _run_list(runs)
         pairs = pool(run_list, k)
         qids = list(pairs)
+        policy = options.pop("policy", None) or CallPolicy(
+            **{key: v for key, v in options.items() if key not in _JUDGE_ARGS}
+        )
+        options = {key: v for key, v in options.items() if key in _JUDGE_ARGS}
+        ledger = _Ledger.options(num_cpus=0).remote(policy.max_calls, policy.max_tokens, policy.max_errors)  # type: ignore[attr-defined]
+        budget = RayBudget(ledger, policy.max_calls, policy.max_tokens, policy.max_errors)
         cache_arg = os.fspath(cache) if cache is not None else None
-        base = {"documents": documents, "llm": llm, "k": k, "cache": cache_arg, **options}
+        base = {"llm": llm, "k": k, "cache": cache_arg, "policy": policy, "budget": budget, **options}
         texts = queries.texts() if isinstance(queries, GoldenSet) else queries
-        blocks = _blocks(qids, self._size(len(qids)))
-
-        def args(block: list[str], calls: int | None, tokens: int | None) -> dict[str, Any]:
+        calls = []
+        for block in _blocks(qids, self._size(len(qids))):
             wanted = set(block)
-            cut = [_subset_run(r, wanted) for r in run_list]
             query_block = {q: texts[q] for q in block if q in texts} if isinstance(texts, Mapping) else texts
             docs = documents
             if isinstance(documents, Mapping):  # only the block's pooled documents travel to its task
                 docs = {d: documents[d] for q in block for d in pairs[q] if d in documents}
-            out = {**base, "runs": cut, "queries": query_block, "documents": docs}
-            return {**out, "max_calls": calls, "max_tokens": tokens}
+            cut = [_subset_run(r, wanted) for r in run_list]
+            calls.append(({**base, "runs": cut, "queries": query_block, "documents": docs},))
+        try:
+            results = [j for _, j in sorted(self._map(_judge_block, calls), key=lambda r: r[0])]
+        finally:
+            ray.kill(ledger)  # type: ignore[arg-type]
+        if not results:
+            return judge_runs(run_list, queries, documents, llm, k=k, policy=policy, **options)
+        return _merge_judgments(results)
 
-        if max_calls is None and max_tokens is None:
-            results = [j for _, j in sorted(self._map(_judge_block, ((args(b, None, None),) for b in blocks)))]
-            return _merge_judgments(results)
-        return self._judge_with_budget(blocks, args, max_calls, max_tokens)
 
-    def _judge_with_budget(
-        self, blocks: list[list[str]], args: Any, max_calls: int | None, max_tokens: int | None
-    ) -> Judgments:
-        remote = self._remote(_judge_block)
-        slots = self._slots()
-        spent_calls = spent_tokens = 0
-        reserved: dict[Any, tuple[int, int | None, int | None]] = {}
-        results: dict[int, Judgments] = {}
-        skipped: list[int] = []
-        nxt = 0
+#: judge_runs' own arguments (the rest of its keywords are CallPolicy fields)
+_JUDGE_ARGS = ("model_id", "prompt", "skip", "injection", "anonymous")
 
-        def share(budget: int | None, spent: int, held: int) -> int | None:
-            if budget is None:
-                return None
-            return max(0, budget - spent - held) // max(1, slots - len(reserved))
 
-        while nxt < len(blocks) or reserved:
-            while nxt < len(blocks) and len(reserved) < slots:
-                calls = share(max_calls, spent_calls, sum(r[1] or 0 for r in reserved.values()))
-                tokens = share(max_tokens, spent_tokens, sum(r[2] or 0 for r in reserved.values()))
-                if calls == 0 or tokens == 0:
-                    if not reserved:  # nothing will come back: the budget is spent
-                        skipped.extend(range(nxt, len(blocks)))
-                        nxt = len(blocks)
-                    break
-                reserved[remote.remote(args(blocks[nxt], calls, tokens))] = (nxt, calls, tokens)
-                nxt += 1
-            if not reserved:
-                break
-            done, _ = ray.wait(list(reserved), num_returns=1)
-            index, _calls, _tokens = reserved.pop(done[0])
-            result: Judgments = ray.get(done[0])
-            results[index] = result
-            spent_calls += result.report.usage.calls
-            spent_tokens += result.report.usage.tokens
-        for index in skipped:  # the local judge with a spent budget reports the pairs (and cached grades)
-            results[index] = _judge_block(args(blocks[index], 0, None))
-        merged = _merge_judgments([results[i] for i in sorted(results)])
-        if skipped or merged.report.stopped:
-            limits = [f"max_calls={max_calls}"] if max_calls is not None else []
-            limits += [f"max_tokens={max_tokens}"] if max_tokens is not None else []
-            merged.report.stopped = f"budget reached: {', '.join(limits)} (shared by the blocks on Ray)"
-        return merged
+class _LedgerState:
+    """The one :class:`~rankbridge.batch.Budget` of a batch judged in blocks (the body of a Ray actor)."""
+
+    def __init__(self, max_calls: int | None, max_tokens: int | None, max_errors: int | None) -> None:
+        self.budget = Budget(max_calls, max_tokens, max_errors)
+
+    def admit(self) -> str | None:
+        try:
+            self.budget.admit()
+        except BudgetExceededError as exc:
+            return str(exc)
+        return None
+
+    def charge(self, tokens: int) -> None:
+        self.budget.charge(tokens)
+
+    def note_failure(self) -> None:
+        self.budget.note_failure()
+
+    def stop(self, reason: str) -> None:
+        self.budget.stop(reason)
+
+    def state(self) -> tuple[int, int, int, str | None]:
+        b = self.budget
+        return b.calls, b.tokens, b.errors, b.stopped
+
+
+_Ledger = ray.remote(_LedgerState)
+
+
+class RayBudget(Budget):
+    """A :class:`~rankbridge.batch.Budget` whose counts live in a Ray actor, shared by every block's session.
+
+    Each call's admission is one round trip to the actor (about a millisecond on one machine), so the
+    limits hold across processes and nodes exactly as across threads. Charges and failures are sent
+    without waiting; the actor applies them in the order one worker sent them.
+    """
+
+    def __init__(self, actor: Any, max_calls: int | None, max_tokens: int | None, max_errors: int | None) -> None:
+        super().__init__(max_calls, max_tokens, max_errors)
+        self._actor = actor
+
+    def _state(self) -> tuple[int, int, int, str | None]:
+        return ray.get(self._actor.state.remote())  # type: ignore[no-any-return]
+
+    # the counts are the actor's; the base class's own fields are never used
+    @property  # type: ignore[override]
+    def calls(self) -> int:
+        return self._state()[0]
+
+    @calls.setter
+    def calls(self, value: int) -> None:
+        pass
+
+    @property  # type: ignore[override]
+    def tokens(self) -> int:
+        return self._state()[1]
+
+    @tokens.setter
+    def tokens(self, value: int) -> None:
+        pass
+
+    @property  # type: ignore[override]
+    def errors(self) -> int:
+        return self._state()[2]
+
+    @errors.setter
+    def errors(self, value: int) -> None:
+        pass
+
+    @property  # type: ignore[override]
+    def stopped(self) -> str | None:
+        return self._state()[3]
+
+    @stopped.setter
+    def stopped(self, value: str | None) -> None:
+        pass
+
+    def admit(self) -> None:
+        reason = ray.get(self._actor.admit.remote())
+        if reason is not None:
+            raise BudgetExceededError(reason)
+
+    def charge(self, tokens: int = 0) -> None:
+        if tokens:
+            self._actor.charge.remote(tokens)
+
+    def note_failure(self) -> None:
+        self._actor.note_failure.remote()
+
+    def stop(self, reason: str) -> None:
+        self._actor.stop.remote(reason)
 
 
 def _with_notes(ev: Evaluation, notes: tuple[str, ...]) -> Evaluation:

@@ -56,7 +56,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rankbridge.analysis.relevance import top_labels
+from rankbridge.batch import Budget
 from rankbridge.errors import (
     InputError,
     JudgeCacheError,
@@ -76,7 +76,6 @@ from rankbridge.judge.llm import (
     run_sync,
 )
 from rankbridge.judge.prompts import RELEVANCE_V1, REPAIR_V1, Prompt
-from rankbridge.metrics.ranking import build_table
 from rankbridge.types import GoldenSet, Qrels, Query, Run
 
 __all__ = [
@@ -1025,8 +1024,7 @@ def relevance_summary(qrels: Qrels | Mapping[str, Mapping[str, int]], run: Run, 
     """The relevance distribution, mean relevance and failed queries of ``run``'s top ``k``.
 
     Only queries that the qrels know count; an unlabelled top-k hit counts under ``None``. A query
-    fails when its first hit has label 0 (or it has no hit at all). The counts are the relevance profile
-    of :mod:`rankbridge.analysis.relevance` (the report's relevance section reads the same one).
+    fails when its first hit has label 0 (or it has no hit at all).
 
     Examples
     --------
@@ -1038,9 +1036,26 @@ def relevance_summary(qrels: Qrels | Mapping[str, Mapping[str, int]], run: Run, 
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InputError(f"k must be an int >= 1. Got {k!r} instead.")
     q = qrels if isinstance(qrels, Qrels) else Qrels(qrels)
-    qids = list(q)
-    top = top_labels(build_table(q, {qid: run.ranking(qid) for qid in qids if qid in run}, qids), k)
-    return RelevanceSummary(k, top.distribution, top.judged_mean, top.failed, len(qids))
+    counts: dict[int | None, int] = {}
+    labelled: list[int] = []
+    failed: list[str] = []
+    n = 0
+    for qid in q:
+        ranking = run.ranking(qid)[:k] if qid in run else []
+        n += 1
+        labels = q[qid]
+        if not ranking or labels.get(ranking[0]) == 0:
+            failed.append(qid)
+        for doc in ranking:
+            label = labels.get(doc)
+            counts[label] = counts.get(label, 0) + 1
+            if label is not None:
+                labelled.append(label)
+    dist: dict[int | None, int] = {lab: counts[lab] for lab in sorted(v for v in counts if v is not None)}
+    if None in counts:
+        dist[None] = counts[None]
+    mean = float(np.mean(labelled)) if labelled else math.nan
+    return RelevanceSummary(k, dist, mean, tuple(failed), n)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1076,6 +1091,9 @@ class Judge:
         :attr:`JudgeReport.flagged`. ``"redact"``: also replace those spans by a placeholder in the
         prompt, so that a model that obeys what it reads is not steered by them (the document is
         NFKC-normalised first; the prompt id becomes ``relevance/v1+redact`` and grades are cached apart).
+    budget:
+        A :class:`~rankbridge.batch.Budget` shared with other judges (the blocks of one batch on Ray share
+        one): used instead of a fresh budget from the policy's limits for each call.
 
     Notes
     -----
@@ -1095,8 +1113,10 @@ class Judge:
         policy: CallPolicy | None = None,
         injection: Literal["flag", "redact"] = "flag",
         anonymous: bool = False,
+        budget: Budget | None = None,
         **policy_fields: Any,
     ) -> None:
+        self._budget = budget
         if injection not in ("flag", "redact"):
             raise InputError(f"injection must be 'flag' or 'redact'. Got {injection!r} instead.")
         if policy is not None and policy_fields:
@@ -1285,7 +1305,7 @@ class Judge:
                 payloads[key] = (query, text)
             groups[key].append(pair)
 
-        session = Session(self.llm, self.policy)
+        session = Session(self.llm, self.policy, budget=self._budget)
         repair = _repair_builder(_GRADE_SHAPE)
         keys = iter(list(groups))
 
@@ -1341,11 +1361,14 @@ def judge_runs(
     skip: Qrels | Mapping[str, Mapping[str, int]] | None = None,
     injection: Literal["flag", "redact"] = "flag",
     anonymous: bool = False,
+    executor: Any = None,
     **policy_fields: Any,
 ) -> Judgments:
     """Judge the pooled top ``k`` of ``runs`` in one call (a :class:`Judge` opened and closed for you).
 
     ``model_id``, ``anonymous``, ``injection``, ``cache`` and the policy fields are those of :class:`Judge`.
+    ``executor`` (e.g. :class:`rankbridge.integrations.ray.RayExecutor`) judges blocks of queries elsewhere
+    and merges them (see its ``judge_runs`` for the semantics).
 
     Examples
     --------
@@ -1355,6 +1378,11 @@ def judge_runs(
     >>> res.qrels.to_dict(), res.report.complete
     ({'q1': {'d1': 1}}, True)
     """
+    if executor is not None:
+        return executor.judge_runs(  # type: ignore[no-any-return]
+            runs, queries, documents, llm, k=k, cache=cache, model_id=model_id, prompt=prompt, skip=skip,
+            injection=injection, anonymous=anonymous, **policy_fields,
+        )  # fmt: skip
     with Judge(
         llm, model_id=model_id, prompt=prompt, cache=cache, injection=injection, anonymous=anonymous, **policy_fields
     ) as judge:
