@@ -5,8 +5,10 @@ For 10^3 .. 10^6 queries at depth 10 (MS MARCO-shaped, `_synthetic.make_dataset`
 one call / (queries x depth)), median over repetitions, in one process:
 
 * rankbridge ``evaluate(qrels, run, METRICS).mean`` from plain dict qrels and each run form: score dicts
-  ``{qid: {doc: score}}``, ranked ids ``{qid: [ids]}``, ``(id, score)`` lists, and a ``Run`` (built by
-  ``Run.from_ranked`` before timing); default settings (id check on) and ``check_ids=False``;
+  ``{qid: {doc: score}}``, ranked ids ``{qid: [ids]}``, ``(id, score)`` lists, a ``Run`` of Hits (built by
+  ``Run.from_ranked`` before timing) and a ``Run`` stored as columns (``Run.from_columns`` on the same
+  rows, as the TREC and Arrow readers build it, before timing); default settings (id check on) and
+  ``check_ids=False``;
 * pytrec_eval ``RelevanceEvaluator(qrels, measures).evaluate(run)`` (score dicts, construction included);
 * ranx ``Qrels.from_dict`` + ``Run.from_dict`` + ``evaluate`` (numba JIT compiled first; all cores);
 * ir_measures ``calc_aggregate`` (its default backends) when installed;
@@ -27,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytrec_eval
 import ranx
 
@@ -51,15 +54,25 @@ def tools(qrels: dict, run: dict) -> dict[str, Callable[[], Any]]:
     ids = {q: list(d) for q, d in run.items()}
     pairs = {q: list(d.items()) for q, d in run.items()}
     run_obj = rankbridge.Run.from_ranked(pairs)
+    rows = [(q, doc, s) for q, d in run.items() for doc, s in d.items()]
+    columns = rankbridge.Run.from_columns([r[0] for r in rows], [r[1] for r in rows], np.array([r[2] for r in rows]))
+    del rows
     out: dict[str, Callable[[], Any]] = {
         "rankbridge, score dicts": lambda: rankbridge.evaluate(qrels, run, METRICS).mean,
         "rankbridge, ranked ids": lambda: rankbridge.evaluate(qrels, ids, METRICS).mean,
         "rankbridge, (id, score) lists": lambda: rankbridge.evaluate(qrels, pairs, METRICS).mean,
         "rankbridge, Run": lambda: rankbridge.evaluate(qrels, run_obj, METRICS).mean,
+        "rankbridge, Run.from_columns": lambda: rankbridge.evaluate(qrels, columns, METRICS).mean,
         "rankbridge, score dicts, check_ids=False": lambda: (
             rankbridge.evaluate(qrels, run, METRICS, check_ids=False).mean
         ),
+        "rankbridge, ranked ids, check_ids=False": lambda: (
+            rankbridge.evaluate(qrels, ids, METRICS, check_ids=False).mean
+        ),
         "rankbridge, Run, check_ids=False": lambda: rankbridge.evaluate(qrels, run_obj, METRICS, check_ids=False).mean,
+        "rankbridge, Run.from_columns, check_ids=False": lambda: (
+            rankbridge.evaluate(qrels, columns, METRICS, check_ids=False).mean
+        ),
         "pytrec_eval": lambda: pytrec_eval.RelevanceEvaluator(qrels, TREC).evaluate(run),
         "ranx": lambda: ranx.evaluate(ranx.Qrels.from_dict(qrels), ranx.Run.from_dict(run), RANX),
     }

@@ -161,3 +161,22 @@ def test_tie_break_is_doc_id_descending_in_every_scored_form() -> None:
         assert rb.evaluate(qrels, {"q": run}, ["mrr"], check_ids=False).mean == {"mrr": 1 / 3}
         cols = rb.Run.from_columns(["q"] * len(run), list(run), list(run.values()))
         assert rb.evaluate(qrels, cols, ["mrr"], check_ids=False).mean == {"mrr": 1 / 3}
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), single_precision=st.booleans())
+def test_deep_lists_with_many_judged_docs(data: st.DataObject, single_precision: bool) -> None:
+    """Long results holding many judged docs (the BEIR shape) are ranked by one sort per query."""
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for q in range(data.draw(st.integers(1, 4))):
+        docs = [f"d{i}" for i in range(data.draw(st.integers(60, 120)))]
+        run[f"q{q}"] = {d: data.draw(scores_st) for d in docs}
+        judged = data.draw(st.lists(st.sampled_from([*docs, "unretrieved"]), min_size=5, max_size=30, unique=True))
+        qrels[f"q{q}"] = {d: data.draw(st.integers(0, 3)) for d in judged}
+    kw: dict[str, Any] = {"single_precision": single_precision, "check_ids": False}
+    ref = _reference(qrels, run, single_precision)
+    _close(rb.evaluate(qrels, run, METRICS, **kw).per_query, ref)
+    rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    cols = rb.Run.from_columns([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    _close(rb.evaluate(qrels, cols, METRICS, **kw).per_query, ref)
