@@ -26,6 +26,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,23 @@ TREC = {"ndcg_cut_10", "recip_rank", "P_5", "recall_100", "map_cut_100", "succes
 RANX = ["ndcg@10", "mrr@10", "precision@5", "recall@100", "map@100", "hit_rate@10"]
 TARGET_PYTREC = 10.0  # rankbridge at least this many times faster than pytrec_eval
 TARGET_BARE = 3.0  # rankbridge within this factor of the bare dict iteration
+
+
+NOTES = """How to read this (issue 21.1). Every form is converted without a Python object per hit and without a
+Python loop per query or per hit: C-level passes (`map`, `set`, `np.fromiter`) over the dicts in the run's
+own order, then numpy. A judged doc of a score dict is looked up with `dict.get` (one lookup per judgment)
+and ranked by comparing its score with its query's scores (queries of similar length at once; a long
+result holding many judged docs by one sort), doc-id order consulted only where scores are equal; a Run
+stored as columns (`Run.from_columns`) does one `dict.get` per row and ranks by numpy over its segments.
+When the run lists the qrels' queries in the qrels' order, no query id is looked up at all.
+
+What is left is a fixed number of passes per query over objects scattered in memory, each costing tens to
+hundreds of ns per query on this shared machine: the two `floor:` rows time two of them alone (sorting the
+qrels' query ids, which `Evaluation.query_ids` promises, and reading every score once). Against
+pytrec_eval's few µs per query at depth 10, that leaves rankbridge {lo:.1f}-{hi:.1f}x pytrec_eval's speed in
+the table above (every form and size), not 10x; the bound is the per-query cost of touching Python objects,
+which only compiled code over the dicts would remove (not done: numpy only, no build step). At depth 1,000
+the per-hit work dominates instead: see the `bench_metrics.py` section for that shape."""
 
 
 def available_gb() -> float:
@@ -96,6 +114,12 @@ def measure(qrels: dict, run: dict, reps: int, slow_reps: int) -> dict[str, floa
     """Median CPU seconds per tool (interleaved repetitions)."""
     fns = tools(qrels, run)
     fns["bare dict iteration"] = lambda: bare(run)
+    # Two passes every evaluation from dicts makes, timed alone: the floor of this design in Python.
+    fns["floor: sorted(qrels ids)"] = lambda: sorted(qrels)
+    n = sum(map(len, run.values()))
+    fns["floor: np.fromiter of every score"] = lambda: np.fromiter(
+        chain.from_iterable(map(dict.values, run.values())), dtype=np.float64, count=n
+    )
     slow = {"pytrec_eval", "ranx", "ir_measures"}
     times: dict[str, list[float]] = {k: [] for k in fns}
     for rep in range(max(reps, slow_reps)):
@@ -146,6 +170,7 @@ def main() -> None:
     names = list(next(iter(results.values())))
     rows = [[name] + [f"{results[c][name] * 1e9 / hits[c]:,.0f}" for c in columns] for name in names]
     ratio_rows = []
+    speedups = [results[c]["pytrec_eval"] / results[c][n] for n in names if n.startswith("rankbridge") for c in columns]
     for name in names:
         if not name.startswith("rankbridge"):
             continue
@@ -168,6 +193,7 @@ def main() -> None:
             "dict iteration. Each cell: pytrec_eval time / rankbridge time, then rankbridge time / bare time.",
             table(["form", *columns], ratio_rows),
             ("Skipped: " + "; ".join(skipped)) if skipped else "",
+            NOTES.format(lo=min(speedups), hi=max(speedups)),
         ]
     )
     print(body)
