@@ -818,26 +818,22 @@ def compare(
     # A column with queries that have no value (NaN: a failed RAGAS row) is over its scored queries alone,
     # and a difference over the queries scored on both sides (see analysis.paired).
     settings: dict[str, Any] = {"level": level, "n_resamples": n_resamples, "seed": seed}
-    mean_ivs = column_intervals(
-        [evaluations[r].values[m] for m in names for r in run_names],
-        [facts[m].lower for m in names for _ in run_names],
-        [facts[m].bounds[1] for m in names for _ in run_names],
+    # Means and differences share one bootstrap: columns = every (metric, run), then every (metric, other).
+    pairs = [(evaluations[r].values[m], evaluations[baseline].values[m]) for m in names for r in others]
+    spans = [facts[m].span for m in names for _ in others]
+    intervals = column_intervals(
+        [evaluations[r].values[m] for m in names for r in run_names] + [a - b for a, b in pairs],
+        [facts[m].lower for m in names for _ in run_names] + [-s for s in spans],
+        [facts[m].bounds[1] for m in names for _ in run_names] + spans,
         method=ci,
         **settings,
     )
     means: dict[str, dict[str, Interval]] = {m: {} for m in names}
-    it = iter(mean_ivs)
+    it = iter(intervals)
     for m in names:
         for r in run_names:
             means[m][r] = next(it)
-    diffs = paired_differences(
-        [(evaluations[r].values[m], evaluations[baseline].values[m]) for m in names for r in others],
-        [facts[m].span for m in names for _ in others],
-        test=test,
-        ci=ci,
-        alpha=alpha,
-        **settings,
-    )
+    diffs = paired_differences(pairs, spans, test=test, ci=ci, alpha=alpha, intervals=list(it), **settings)
     raw = np.array([d.test.pvalue for d in diffs])
     if correction == "none" or not len(raw):
         adjusted = raw.copy()

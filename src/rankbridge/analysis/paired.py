@@ -68,8 +68,6 @@ class PairedDifference:
         The two-sided paired test of ``mean(a - b) = 0`` (NaN p-value when no query has both values).
     effect_size:
         Cohen's d_z (NaN below 2 queries).
-    power:
-        Approximate power to detect a difference of this size with this many queries.
     wins, ties, losses:
         Queries where ``a`` is higher than, within :data:`TIE_TOLERANCE` of, or lower than ``b``.
     run_mean, baseline_mean:
@@ -78,12 +76,13 @@ class PairedDifference:
         The paired queries (a value on both sides).
     left_out:
         Queries without a value on one side (or both).
+    alpha:
+        The significance level :attr:`power` is for.
     """
 
     difference: Interval
     test: PairedTestResult
     effect_size: float
-    power: float
     wins: int
     ties: int
     losses: int
@@ -91,6 +90,12 @@ class PairedDifference:
     baseline_mean: float
     num_queries: int
     left_out: int
+    alpha: float = 0.05
+
+    @property
+    def power(self) -> float:
+        """Approximate power to detect a difference of this size with this many queries (computed on use)."""
+        return paired_power(self.effect_size, self.num_queries, alpha=self.alpha)
 
 
 def _mask_key(mask: np.ndarray) -> bytes:
@@ -183,6 +188,7 @@ def paired_differences(
     n_resamples: int = 10_000,
     seed: int = 0,
     alpha: float = 0.05,
+    intervals: Sequence[Interval] | None = None,
 ) -> list[PairedDifference]:
     """Each ``(a, b)`` pair of per-query columns compared over the queries where neither is NaN.
 
@@ -197,6 +203,10 @@ def paired_differences(
         The paired test and the interval (see :mod:`rankbridge.metrics.stats`); same seed, same numbers.
     alpha:
         For the power.
+    intervals:
+        The differences' intervals when the caller computed them already, in one :func:`column_intervals`
+        call with other columns over the same queries (one bootstrap for all: :func:`compare` does so for
+        the means and the differences).
 
     Returns
     -------
@@ -204,9 +214,10 @@ def paired_differences(
         One per pair, in order.
     """
     diffs = [a - b for a, b in pairs]
-    intervals = column_intervals(
-        diffs, [-s for s in spans], list(spans), level=level, method=ci, n_resamples=n_resamples, seed=seed
-    )
+    if intervals is None:
+        intervals = column_intervals(
+            diffs, [-s for s in spans], list(spans), level=level, method=ci, n_resamples=n_resamples, seed=seed
+        )
     tests = _tests(pairs, diffs, test, n_resamples, seed)
     out = []
     for (a, b), d_all, iv, res in zip(pairs, diffs, intervals, tests, strict=True):
@@ -219,7 +230,6 @@ def paired_differences(
                 difference=iv,
                 test=res,
                 effect_size=effect,
-                power=paired_power(effect, n, alpha=alpha),
                 wins=int(np.count_nonzero(d > TIE_TOLERANCE)),
                 ties=int(np.count_nonzero(np.abs(d) <= TIE_TOLERANCE)),
                 losses=int(np.count_nonzero(d < -TIE_TOLERANCE)),
@@ -227,6 +237,7 @@ def paired_differences(
                 baseline_mean=float(b[ok].mean()) if n else math.nan,
                 num_queries=n,
                 left_out=len(d_all) - n,
+                alpha=alpha,
             )
         )
     return out
