@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -69,3 +71,10 @@ def test_add_after_columns_converts_and_keeps_data() -> None:
     run = Run.from_columns(["q1"], ["a"], [1.0])
     run.add("q2", ["b"])
     assert run.columns is None and run.ranking("q1") == ["a"] and run.ranking("q2") == ["b"]
+
+
+def test_columnar_run_pickles_as_columns() -> None:
+    run = Run.from_columns(["q1", "q1", "q2"], ["a", "b", "c"], [0.1, 0.2, 0.3], name="bm25")
+    back = pickle.loads(pickle.dumps(run))
+    assert back.columns is not None and back.ranking("q1") == ["b", "a"] and back.name == "bm25"
+    assert rb.evaluate(QRELS, back, ["mrr"]).per_query == rb.evaluate(QRELS, run, ["mrr"]).per_query

@@ -27,7 +27,7 @@ import numpy as np
 
 from rankbridge.errors import InputError, MissingExtraError
 
-__all__ = ["GoldenSet", "Hit", "Qrels", "Query", "Run"]
+__all__ = ["GoldenSet", "Hit", "Qrels", "Query", "Run", "RunColumns"]
 
 
 @dataclass(frozen=True, slots=True, repr=False)
