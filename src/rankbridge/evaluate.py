@@ -338,6 +338,17 @@ def _as_run_mapping(run: Any) -> tuple[Mapping[str, Any], Run | None, Mapping[st
     raise InputError(f"run: expected a Run or a dict, found {type(run).__name__}")
 
 
+#: Modules whose tables evaluate reads as a run of one row per hit (see rankbridge.io.run_from_table).
+_TABLE_MODULES = frozenset({"pandas", "pyarrow", "polars"})
+
+
+def _run_from_table(table: Any) -> Run:
+    # lazy: io.tables (and through it pandas / pyarrow) loads only when a table is passed
+    from rankbridge.io.tables import run_from_table
+
+    return run_from_table(table)
+
+
 def evaluate(
     qrels: GoldenSet | Qrels | Mapping[str, Mapping[str, int]],
     run: Run | Mapping[str, Any] | HitTable,
@@ -360,7 +371,9 @@ def evaluate(
         A :class:`~rankbridge.Run`, ``{qid: {doc: score}}`` (ranked by score, ties broken by doc id
         descending as trec_eval does), ``{qid: [doc ids in rank order]}`` (or ``(doc_id, score)``
         pairs, or :class:`~rankbridge.Hit` objects, in rank order; a repeated doc keeps its first rank),
-        or a precomputed :class:`~rankbridge.metrics.ranking.HitTable`.
+        or a precomputed :class:`~rankbridge.metrics.ranking.HitTable`, or a table with one row per hit
+        (a pandas DataFrame, a pyarrow Table or a polars DataFrame with ``query_id``, ``doc_id`` and
+        ``score`` or ``rank`` columns: :func:`rankbridge.io.run_from_table`).
     metrics:
         Metric names such as ``"ndcg@10"``, ``"P@5"``, ``"mrr@10"``, ``"recall@100"``.
     missing:
@@ -404,6 +417,8 @@ def evaluate(
     """
     if missing not in (None, "zero", "skip"):
         raise InputError(f"missing must be 'zero' or 'skip'. Got {missing!r} instead.")
+    if type(run).__module__.split(".")[0] in _TABLE_MODULES:  # one row per hit, e.g. read from Parquet
+        run = _run_from_table(run)
     if executor is not None or _is_ray_dataset(run):
         return _evaluate_elsewhere(qrels, run, metrics, executor, missing, single_precision, check_ids, queries)
     if queries is not None:

@@ -1,0 +1,131 @@
+"""Runs as tables (pandas, Arrow, Parquet): the same numbers as the dict path and pytrec_eval, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import pytrec_eval
+
+import rankbridge
+from rankbridge.errors import InputError
+from rankbridge.evaluate import evaluate
+from rankbridge.io.tables import read_run_parquet, run_from_table
+
+METRICS = ["ndcg@10", "map", "mrr", "P@5", "recall@10", "bpref", "num_ret", "ndcg"]
+TREC = {"ndcg_cut_10": "ndcg@10", "map": "map", "recip_rank": "mrr", "P_5": "precision@5"}
+TREC |= {"recall_10": "recall@10", "bpref": "bpref", "num_ret": "num_ret", "ndcg": "ndcg"}
+
+
+def _case(seed: int) -> tuple[dict[str, dict[str, int]], pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    rows = []
+    qrels: dict[str, dict[str, int]] = {}
+    for q in range(25):
+        docs = rng.choice(50, size=rng.integers(1, 20), replace=False)
+        # integer-valued scores tie often: the doc-id tie-break is exercised
+        scores = rng.integers(0, 6, size=len(docs)) / 2 if seed % 2 else rng.normal(size=len(docs))
+        rows += [(f"q{q}", f"d{d}", float(s)) for d, s in zip(docs, scores, strict=True)]
+        judged = rng.choice(50, size=rng.integers(0, 8), replace=False)
+        if len(judged):
+            qrels[f"q{q}"] = {f"d{d}": int(rng.integers(0, 3)) for d in judged}
+    order = rng.permutation(len(rows))  # rows in any order
+    df = pd.DataFrame([rows[i] for i in order], columns=["query_id", "doc_id", "score"])
+    return qrels, df
+
+
+def _as_dict(df: pd.DataFrame) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for q, d, s in zip(df["query_id"], df["doc_id"], df["score"], strict=True):
+        out.setdefault(q, {})[d] = s
+    return out
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_tables_equal_the_dict_path_and_pytrec_eval(seed: int, tmp_path: Path) -> None:
+    qrels, df = _case(seed)
+    run_dict = _as_dict(df)
+    ref = evaluate(qrels, run_dict, METRICS, check_ids=False)
+    path = tmp_path / "run.parquet"
+    df.to_parquet(path)
+    forms = {
+        "pandas": df,
+        "arrow": pa.Table.from_pandas(df),
+        "arrow dictionary": pa.table({c: pa.array(df[c]).dictionary_encode() if c != "score" else df[c] for c in df}),
+        "arrow chunks": pa.concat_tables([pa.Table.from_pandas(df.iloc[:7]), pa.Table.from_pandas(df.iloc[7:])]),
+        "parquet": read_run_parquet(path),
+    }
+    for form, run in forms.items():
+        ev = evaluate(qrels, run, METRICS, check_ids=False)
+        assert ev.query_ids == ref.query_ids, form
+        for m in ref.values:
+            np.testing.assert_array_equal(ev.values[m], ref.values[m], err_msg=f"{form} {m}")
+    # pytrec_eval on the same hits (float32 comparison, as trec_eval)
+    ours = evaluate(qrels, df, METRICS, check_ids=False, single_precision=True, missing="skip").per_query
+    got = pytrec_eval.RelevanceEvaluator(qrels, set(TREC)).evaluate(run_dict)
+    for qid, values in got.items():
+        for trec_name, name in TREC.items():
+            assert ours[name][qid] == pytest.approx(values[trec_name], abs=1e-12), (seed, qid, trec_name)
+
+
+def test_ranked_tables_follow_the_rank_column() -> None:
+    df = pd.DataFrame({"query_id": [1, 1, 1, 2], "doc_id": [7, 8, 9, 7], "rank": [3, 1, 2, 1]})
+    run = run_from_table(df)  # int ids are kept as str; no score column: the 'rank' column ranks
+    assert run.ranking("1") == ["8", "9", "7"]
+    df["score"] = [0.9, 0.1, 0.5, 1.0]
+    assert run_from_table(df).ranking("1") == ["7", "9", "8"]  # scores rank unless rank_column is named
+    assert run_from_table(df, rank_column="rank").ranking("1") == ["8", "9", "7"]
+    ev = evaluate({"1": {"7": 1}}, pa.Table.from_pandas(df[["query_id", "doc_id", "rank"]]), ["mrr"])
+    assert ev.per_query["mrr"] == {"1": 1 / 3}
+
+
+def test_table_errors_name_the_row_and_column() -> None:
+    df = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["a", "b", "a"], "score": [0.2, float("nan"), 1.0]})
+    with pytest.raises(InputError, match=r"row 1, column 'score': expected a numeric score, found NaN"):
+        evaluate({"q1": {"a": 1}}, df, ["mrr"])
+    with pytest.raises(InputError, match=r"row 1, column 'score': expected a numeric score, found NaN"):
+        evaluate({"q1": {"a": 1}}, pa.Table.from_pandas(df), ["mrr"])
+    dup = pd.DataFrame({"query_id": ["q1", "q2", "q1"], "doc_id": ["a", "a", "a"], "score": [0.2, 0.3, 1.0]})
+    with pytest.raises(InputError, match=r"rows 0 and 2: doc 'a' appears twice for query 'q1'"):
+        run_from_table(dup)
+    kept = run_from_table(dup, duplicates="first")
+    assert kept.to_scores() == {"q1": {"a": 0.2}, "q2": {"a": 0.3}} and kept.duplicates == {"q1": 1}
+    with pytest.raises(
+        InputError, match=r"score_column='score' is not a column of the table; its columns are: 'query_id', 'd"
+    ):
+        run_from_table(pd.DataFrame({"query_id": ["q1"], "doc_id": ["a"]}))
+    with pytest.raises(
+        InputError, match=r"query_column='query_id' is not a column of the table; its columns are: 'q', 'd'"
+    ):
+        run_from_table(pd.DataFrame({"q": ["q1"], "d": ["a"]}))
+    none_id = pd.DataFrame({"query_id": ["q1", None], "doc_id": ["a", "b"], "score": [1.0, 2.0]})
+    with pytest.raises(InputError, match=r"row 1, column 'query_id': expected a query id, found a missing value"):
+        run_from_table(none_id)
+    with pytest.raises(InputError, match=r"row 1, column 'query_id': expected a query id, found a missing value"):
+        run_from_table(pa.Table.from_pandas(none_id))
+    float_ids = pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": [1.0, 2.5], "score": [1.0, 2.0]})
+    with pytest.raises(InputError, match=r"row 0, column 'doc_id': expected a doc id as str \(or int\), found float"):
+        run_from_table(float_ids)
+    text_scores = pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["a", "b"], "score": [1.0, "high"]})
+    with pytest.raises(InputError, match=r"row 1, column 'score': expected a numeric score, found 'high'"):
+        run_from_table(text_scores)
+    ranks = pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["a", "b"], "rank": [1, 1]})
+    with pytest.raises(InputError, match="rank 1 twice"):
+        run_from_table(ranks)
+    ranks["rank"] = [1.0, 2.5]
+    with pytest.raises(InputError, match=r"row 1, column 'rank': expected an integer rank, found 2.5"):
+        run_from_table(ranks)
+
+
+def test_parquet_reader_reads_only_its_columns(tmp_path: Path) -> None:
+    path = tmp_path / "bm25.parquet"
+    table = pa.table({"query_id": ["q1", "q1"], "doc_id": ["a", "b"], "score": [0.1, 0.7], "text": ["x", "y"]})
+    pq.write_table(table, path)
+    run = read_run_parquet(path)
+    assert run.name == "bm25" and run.ranking("q1") == ["b", "a"]
+    assert rankbridge.io.read_run_parquet is read_run_parquet
+    assert rankbridge.io.run_from_table is run_from_table
