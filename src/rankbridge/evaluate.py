@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from rankbridge.errors import IdMismatchError, IdMismatchWarning, InputError
+from rankbridge.errors import IdMismatchError, IdMismatchWarning, InputError, MissingExtraError
 from rankbridge.fingerprint import qrels_fingerprint
 from rankbridge.idmatch import check_run
 from rankbridge.metrics.measures import Measure, parse_measure, parse_measures
@@ -191,18 +191,7 @@ class Evaluation:
         0       q1  1.0          1.0
         1       q2  0.0          0.0
         """
-        try:
-            import pandas as pd  # type: ignore[import-untyped]
-        except ImportError as exc:
-            from rankbridge.errors import MissingExtraError
-
-            err = MissingExtraError("pandas", "pandas", "Evaluation.to_pandas()")
-            err.msg = (  # ImportError prints .msg: name the plain install, as there is no pandas extra
-                "Evaluation.to_pandas() needs the 'pandas' package, which is not installed. "
-                "Install it with: pip install pandas"
-            )
-            err.args = (err.msg,)
-            raise err from exc
+        pd = _import_pandas("Evaluation.to_pandas()")
         if form == "wide":
             columns: dict[str, Any] = {"query_id": list(self.query_ids)}
             columns.update({name: np.asarray(v, dtype=np.float64) for name, v in self.values.items()})
@@ -244,6 +233,20 @@ class Evaluation:
         if self.duplicates:
             parts.append(f"{self.duplicates} duplicate hits dropped")
         return "; ".join(parts) + "".join(f"\nwarning: {note}" for note in self.notes)
+
+
+def _import_pandas(feature: str) -> Any:
+    """pandas, for ``feature`` (a ``to_pandas()``); else a MissingExtraError that names the plain install."""
+    try:
+        import pandas as pd  # type: ignore[import-untyped]  # lazy: an extra, for to_pandas() only
+    except ImportError as exc:
+        err = MissingExtraError("pandas", "pandas", feature)
+        err.msg = (  # ImportError prints .msg: pandas alone is enough here (the pandas extra adds pyarrow)
+            f"{feature} needs the 'pandas' package, which is not installed. Install it with: pip install pandas"
+        )
+        err.args = (err.msg,)
+        raise err from exc
+    return pd
 
 
 def _golden_qrels(golden: GoldenSet) -> Qrels:
@@ -643,14 +646,15 @@ def _evaluate_block(
         block_qrels: Any = replace(qrels, queries=[q for q in qrels.queries if q.id in wanted])
     else:
         block_qrels = Qrels._trusted({q: d for q, d in whole._data.items() if q in wanted}, name=whole.name)
-    ev = evaluate(
-        block_qrels,
-        _subset_run(run, wanted),
-        metrics,
-        missing=missing,
-        single_precision=single_precision,
-        check_ids=check_ids,
-    )
+    block_run = _subset_run(run, wanted)
+    ev = evaluate(block_qrels, block_run, metrics, missing=missing, single_precision=single_precision, check_ids=False)
+    if check_ids and block_run:
+        # against the whole qrels (or golden set), as one process checks: a doc the block retrieved may be
+        # judged only for a query of another block
+        data, run_obj, _ = _as_run_mapping(block_run)
+        note = _check_ids(qrels if isinstance(qrels, GoldenSet) else whole, data, run_obj)
+        if note is not None:
+            ev.notes = (note, *ev.notes)
     ev.partition = Partition(fingerprint[0], fingerprint[1], single_precision)
     return ev
 

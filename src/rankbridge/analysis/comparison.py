@@ -41,8 +41,8 @@ from rankbridge.analysis.paired import (
     why_unscored,
 )
 from rankbridge.analysis.slicing import SliceTable, slices
-from rankbridge.errors import InputError, MissingExtraError
-from rankbridge.evaluate import Evaluation, evaluate
+from rankbridge.errors import InputError
+from rankbridge.evaluate import Evaluation, _import_pandas, evaluate
 from rankbridge.metrics.measures import (
     ColumnFacts,
     Measure,
@@ -513,16 +513,7 @@ class Comparison:
         0   bm25    mrr   0.5    NaN  <NA>  <NA>    <NA>
         1  dense    mrr   1.0    0.5     2     1       0
         """
-        try:
-            import pandas as pd  # type: ignore[import-untyped]
-        except ImportError as exc:
-            err = MissingExtraError("pandas", "pandas", "Comparison.to_pandas()")
-            err.msg = (  # ImportError prints .msg: name the plain install, as there is no pandas extra
-                "Comparison.to_pandas() needs the 'pandas' package, which is not installed. "
-                "Install it with: pip install pandas"
-            )
-            err.args = (err.msg,)
-            raise err from exc
+        pd = _import_pandas("Comparison.to_pandas()")
         nan = math.nan
         records: list[dict[str, Any]] = []
         for run in self.runs:
