@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+import sys
 import threading
 import time
 from datetime import datetime, timedelta, timezone
@@ -282,3 +283,13 @@ def test_the_judge_waits_for_retry_after_and_shares_a_budget() -> None:
     got = asyncio.run(main())
     assert got.count("ok") == 3 and sum(isinstance(g, BudgetExceededError) for g in got) == 1
     assert a.stopped == b.stopped == "budget reached: max_calls=3"
+
+
+def test_a_callees_own_timeout_error_is_its_error_not_ours() -> None:
+    async def acall(x: str) -> str:
+        raise TimeoutError("upstream read timed out")
+
+    # on Python 3.10 asyncio.wait_for's timeout is a TimeoutError too, so a callee's cannot be told apart
+    for timeout in (None, 5.0) if sys.version_info >= (3, 11) else (None,):
+        block = asyncio.run(arun_block([Task("a", "x")], acall, Policy(timeout=timeout, retries=0)))
+        assert block.failures()["a"] == Failure("error", "TimeoutError: upstream read timed out"), timeout

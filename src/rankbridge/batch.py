@@ -872,8 +872,11 @@ async def run_async(
                 timed_out.discard(me)
                 me.uncancel()  # type: ignore[attr-defined]  # 3.11+, checked above
                 failure = Failure(TIMEOUT, f"no result within {timeout:g} s")
-            except TimeoutError:
-                failure = Failure(TIMEOUT, f"no result within {timeout:g} s")
+            except TimeoutError as e:
+                if timeout is not None and not watchdog:  # asyncio.wait_for's (Python 3.10): ours
+                    failure = Failure(TIMEOUT, f"no result within {timeout:g} s")
+                else:  # the callee's own TimeoutError (ours arrive as a cancellation): an error it raised
+                    failure, error = _error_failure(e), e
             except Exception as e:
                 failure, error = _error_failure(e), e
             except (SystemExit, KeyboardInterrupt) as e:  # raised by the callee itself, not by a Ctrl-C here
