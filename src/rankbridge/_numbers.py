@@ -3,7 +3,8 @@
 * :func:`fmt_number` -- a value with a fixed number of decimals, optionally signed;
 * :func:`fmt_p` -- a p-value (``"<0.0001"`` below the smallest printed value);
 * :func:`fmt_ci` -- an interval's bounds, ``"[low, high]"``;
-* :func:`json_float` -- a float for JSON: ``None`` for NaN, infinities and ``None`` (JSON has no NaN).
+* :func:`json_float` -- a float for JSON: ``None`` for NaN, infinities and ``None`` (JSON has no NaN);
+* :func:`text_rows` -- a table of such cells as aligned plain-text lines.
 
 An undefined value (NaN, ``None``) prints as :data:`MISSING` everywhere; report tables, whose empty cells
 are ``"-"``, pass ``missing="-"``.
@@ -17,6 +18,8 @@ Examples
 >>> from rankbridge.metrics.stats import Interval
 >>> fmt_ci(Interval(0.5, 0.4, 0.6, 0.95, "t", 20), 3), fmt_ci(Interval(0.5, float("nan"), float("nan"), 0.95, "t", 1))
 ('[0.400, 0.600]', 'n/a')
+>>> text_rows([["run", "mean"], ["bm25", "0.5"], ["dense", "0.75"]])
+['  run    mean', '  bm25    0.5', '  dense  0.75']
 >>> json_float(float("inf")), json_float(None), json_float(0.25)
 (None, None, 0.25)
 """
@@ -26,7 +29,7 @@ from __future__ import annotations
 import math
 from typing import Protocol
 
-__all__ = ["MISSING", "fmt_ci", "fmt_number", "fmt_p", "json_float"]
+__all__ = ["MISSING", "fmt_ci", "fmt_number", "fmt_p", "json_float", "text_rows"]
 
 #: What an undefined value (NaN, None) prints as.
 MISSING = "n/a"
@@ -67,3 +70,15 @@ def fmt_ci(iv: _Bounds | None, digits: int = 4, *, sign: bool = False, missing: 
     if iv is None or not (math.isfinite(iv.low) and math.isfinite(iv.high)):
         return missing
     return f"[{fmt_number(iv.low, digits, sign=sign)}, {fmt_number(iv.high, digits, sign=sign)}]"
+
+
+def text_rows(table: list[list[str]], indent: str = "  ") -> list[str]:
+    """The rows of ``table`` (a header first) as lines: the first column left-aligned, the others right."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return [
+        indent
+        + "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in table
+    ]

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from rankbridge._numbers import fmt_ci, fmt_number, fmt_p, json_float
+from rankbridge._numbers import fmt_ci, fmt_number, fmt_p, json_float, text_rows
 from rankbridge.analysis.paired import (
     TIE_TOLERANCE,
     PairedDifference,
@@ -406,16 +406,9 @@ class Comparison:
                         f"{pc.wins}/{pc.ties}/{pc.losses}",
                     ]
                 table.append(cells)
-            widths = [max(len(r[i]) for r in table) for i in range(len(header))]
             lines.append("")
             lines.append(metric)
-            for r in table:
-                lines.append(
-                    "  "
-                    + "  ".join(
-                        c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
-                    ).rstrip()
-                )
+            lines.extend(text_rows(table))
         lines.append("")
         lines.append(
             f"* significant at alpha={self.alpha:g}; d = Cohen's d_z; W/T/L = queries won/tied/lost vs the baseline"

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from rankbridge._numbers import fmt_ci, fmt_number
+from rankbridge._numbers import fmt_ci, fmt_number, text_rows
 from rankbridge.analysis.paired import column_intervals
 from rankbridge.errors import InputError
 from rankbridge.evaluate import Evaluation
@@ -106,15 +106,7 @@ class SliceTable:
             self.num_queries if self.num_queries is not None else max((iv.n for iv in self.overall.values()), default=0)
         )
         table.append(["(all)", str(n_all), *(_slice_cell(self.overall[m], n_all) for m in self.metrics)])
-        widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-        lines = [f"{self.run} by {self.by}"]
-        for r in table:
-            lines.append(
-                "  "
-                + "  ".join(
-                    c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
-                ).rstrip()
-            )
+        lines = [f"{self.run} by {self.by}", *text_rows(table)]
         warned = [f"  - {s.name}: {s.warning}" for s in self.slices if s.warning]
         if warned:
             lines.append("warnings:")
