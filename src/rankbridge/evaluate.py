@@ -93,9 +93,9 @@ class Evaluation:
         """One evaluation from evaluations of disjoint partitions of the queries (``evaluate(..., queries=)``).
 
         The result equals the single-process ``evaluate`` bit for bit -- per-query values, query order,
-        missing/failed/unjudged/no-relevant lists, duplicates, the hit table -- so means, intervals,
-        paired tests and slices computed from it are the single-process ones. Notes (the id check's
-        warnings) are those of the parts, each once.
+        missing/failed/unjudged/no-relevant lists, duplicates, the hit table (its judgments listed by
+        query) -- so means, intervals, paired tests and slices computed from it are the single-process
+        ones. Notes (the id check's warnings) are those of the parts, each once.
 
         Parameters
         ----------
@@ -211,6 +211,7 @@ class Evaluation:
 
     def _repr_html_(self) -> str | None:
         """Notebook display: a one-run report (means with intervals, readings) as an HTML fragment."""
+        # lazy: a display hook (analysis and reports sit above evaluate; the import contract allows these two)
         from rankbridge.analysis import compare
         from rankbridge.reports import build_report
 
