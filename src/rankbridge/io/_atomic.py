@@ -39,32 +39,9 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[TextIO]:
     >>> p.read_text()
     'done\\n'
     """
-    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
-    try:
-        mode = target.stat().st_mode
-    except FileNotFoundError:
-        mode = None
-    except OSError:  # unreadable parent and the like: let the open below report it
-        mode = None
-    if mode is not None and stat.S_ISDIR(mode):
-        raise InputError(f"cannot write {str(path)!r}: expected a file name, found a directory")
-    if mode is not None and not stat.S_ISREG(mode):
-        with open(target, "w", encoding="utf-8", newline="\n") as stream:
-            yield stream
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a result file should be readable like any other
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    # a text file opened on atomic_path's name: the same target rules, fsync and clean-up
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        yield fh
 
 
 @contextlib.contextmanager
@@ -88,7 +65,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
     try:
         mode: int | None = target.stat().st_mode
-    except OSError:
+    except OSError:  # missing, or an unreadable parent and the like: mkstemp below reports it
         mode = None
     if mode is not None and stat.S_ISDIR(mode):
         raise InputError(f"cannot write {str(path)!r}: expected a file name, found a directory")
@@ -100,7 +77,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     os.close(fd)
     tmp = Path(name)
     try:
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a result file should be readable like any other
         yield tmp
         with open(tmp, "rb+") as fh:  # the writer closed it; make the bytes durable before the rename
             os.fsync(fh.fileno())

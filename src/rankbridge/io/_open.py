@@ -25,7 +25,7 @@ import os
 import re
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,6 +40,7 @@ __all__ = [
     "decode_error",
     "iter_jsonl_any",
     "json_line",
+    "jsonl_objects",
     "label_problem",
     "names",
     "open_text",
@@ -262,17 +263,26 @@ def iter_jsonl_any(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str
     ...
     rankbridge.errors.ParseError: ...queries.jsonl.gz:3: expected a JSON object, found list
     """
-    src = str(path)
     with open_text(path) as fh:
         try:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                obj = json_line(line, src, lineno)
-                if not isinstance(obj, dict):
-                    raise ParseError(f"expected a JSON object, found {type(obj).__name__}", source=src, line=lineno)
-                yield lineno, obj
-        except UnicodeDecodeError as exc:
-            raise decode_error(path, exc) from None
+            yield from jsonl_objects(fh, path)
         except (OSError, EOFError, zlib.error) as exc:  # a truncated or non-gzip .gz
-            raise ParseError(f"cannot read file: {exc}", source=src) from None
+            raise ParseError(f"cannot read file: {exc}", source=str(path)) from None
+
+
+def jsonl_objects(fh: Iterable[str], path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-blank line of the JSON Lines file ``path`` opened as ``fh``.
+
+    A line that is not a JSON object, or bytes that are not UTF-8, raise ParseError with file:line.
+    """
+    src = str(path)
+    try:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            obj = json_line(line, src, lineno)
+            if not isinstance(obj, dict):
+                raise ParseError(f"expected a JSON object, found {type(obj).__name__}", source=src, line=lineno)
+            yield lineno, obj
+    except UnicodeDecodeError as exc:
+        raise decode_error(path, exc) from None

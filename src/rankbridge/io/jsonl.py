@@ -27,7 +27,7 @@ from typing import Any
 
 from rankbridge.errors import InputError, ParseError
 from rankbridge.io._atomic import atomic_write
-from rankbridge.io._open import ENCODING, check_label, check_score, clip, decode_error, json_line, names
+from rankbridge.io._open import ENCODING, check_label, check_score, clip, jsonl_objects, names
 from rankbridge.types import Hit, Qrels, Run, _check_label
 
 __all__ = ["iter_jsonl", "read_qrels_jsonl", "read_run_jsonl", "write_qrels_jsonl", "write_run_jsonl"]
@@ -41,16 +41,7 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
     except OSError as exc:
         raise ParseError(f"cannot open file: {exc.strerror}", source=src) from None
     with fh:
-        try:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                obj = json_line(line, src, lineno)
-                if not isinstance(obj, dict):
-                    raise ParseError(f"expected a JSON object, found {type(obj).__name__}", source=src, line=lineno)
-                yield lineno, obj
-        except UnicodeDecodeError as exc:
-            raise decode_error(path, exc) from None
+        yield from jsonl_objects(fh, path)
 
 
 def _field(obj: Mapping[str, Any], key: str, src: str, lineno: int) -> Any:
@@ -86,11 +77,7 @@ def _id(value: Any, what: str, key: str, src: str, lineno: int) -> str:
         raise ParseError(f"{key!r}: expected a {what}, found {clip(value)} (empty)", source=src, line=lineno)
     if type(value) is int:
         return str(value)
-    raise ParseError(
-        f"{key!r}: expected a {what} as a string (or integer), found {type(value).__name__} {clip(value)}",
-        source=src,
-        line=lineno,
-    )
+    raise _wrong_type(repr(key), f"a {what} as a string (or integer)", value, src, lineno)
 
 
 def _hit(h: Any, i: int, src: str, lineno: int) -> Hit:
@@ -98,11 +85,7 @@ def _hit(h: Any, i: int, src: str, lineno: int) -> Hit:
     if type(h) is not dict:
         if type(h) is str or type(h) is int:
             return Hit(_id(h, "doc id", f"hits[{i}]", src, lineno))
-        raise ParseError(
-            f"hits[{i}]: expected an object with a 'doc_id' (or a doc id), found {type(h).__name__} {clip(h)}",
-            source=src,
-            line=lineno,
-        )
+        raise _wrong_type(f"hits[{i}]", "an object with a 'doc_id' (or a doc id)", h, src, lineno)
     doc = _id(_field(h, "doc_id", src, lineno), "doc id", f"hits[{i}].doc_id", src, lineno)
     score = h.get("score")
     if score is not None and not (type(score) is float and -_INF < score < _INF):
@@ -112,19 +95,17 @@ def _hit(h: Any, i: int, src: str, lineno: int) -> Hit:
             raise ParseError(f"hits[{i}].score: {exc}", source=src, line=lineno) from None
     text = h.get("text")
     if text is not None and type(text) is not str:
-        raise ParseError(
-            f"hits[{i}].text: expected a string or null, found {type(text).__name__} {clip(text)}",
-            source=src,
-            line=lineno,
-        )
+        raise _wrong_type(f"hits[{i}].text", "a string or null", text, src, lineno)
     meta = h.get("metadata")
     if meta is not None and type(meta) is not dict:
-        raise ParseError(
-            f"hits[{i}].metadata: expected an object or null, found {type(meta).__name__} {clip(meta)}",
-            source=src,
-            line=lineno,
-        )
+        raise _wrong_type(f"hits[{i}].metadata", "an object or null", meta, src, lineno)
     return Hit(doc, score, text, meta)
+
+
+def _wrong_type(where: str, expected: str, value: Any, src: str, lineno: int) -> ParseError:
+    """The error for a field of the wrong type (the callers check inline: _hit runs for every hit)."""
+    found = f"{type(value).__name__} {clip(value)}"
+    return ParseError(f"{where}: expected {expected}, found {found}", source=src, line=lineno)
 
 
 _INF = float("inf")
@@ -164,11 +145,7 @@ def read_run_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> 
             error = obj.get("error")
             if error:
                 if type(error) is not str:
-                    raise ParseError(
-                        f"'error': expected a message (a string) or null, found {type(error).__name__} {clip(error)}",
-                        source=src,
-                        line=lineno,
-                    )
+                    raise _wrong_type("'error'", "a message (a string) or null", error, src, lineno)
                 run.add_error(qid, error, latency=latency)
                 continue
             hits_raw = _field(obj, "hits", src, lineno)
