@@ -293,3 +293,22 @@ def test_a_callees_own_timeout_error_is_its_error_not_ours() -> None:
     for timeout in (None, 5.0) if sys.version_info >= (3, 11) else (None,):
         block = asyncio.run(arun_block([Task("a", "x")], acall, Policy(timeout=timeout, retries=0)))
         assert block.failures()["a"] == Failure("error", "TimeoutError: upstream read timed out"), timeout
+
+
+def test_a_budget_error_raised_inside_a_call_is_not_retried() -> None:
+    budget = Budget(max_calls=1)
+
+    def call(x: int) -> int:
+        budget.admit()  # the callee spends the budget itself (as the judge's calls do)
+        return x
+
+    async def acall(x: int) -> int:
+        return call(x)
+
+    for run in (
+        lambda: run_block([Task("a", 1), Task("b", 2)], call, Policy(concurrency=1, retries=3, backoff=0)),
+        lambda: asyncio.run(arun_block([Task("c", 1)], acall, Policy(retries=3, backoff=0))),
+    ):
+        block = run()
+        (failure,) = block.failures().values()
+        assert failure == Failure("budget", "budget reached: max_calls=1", attempts=1)

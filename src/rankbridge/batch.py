@@ -717,7 +717,8 @@ class _SyncEngine:
                 slot.task = None
                 slot.deadline = math.inf
                 if exc is not None:
-                    if retrier.failed(task, _error_failure(exc), latency, retryable=True, error=exc):
+                    failure = _error_failure(exc)
+                    if retrier.failed(task, failure, latency, retryable=failure.kind != BUDGET, error=exc):
                         pending.appendleft(task)
                 elif bad is not None:
                     retrier.failed(task, Failure(INVALID, describe(bad)), latency, retryable=False, error=None)
