@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import rankbridge as rb
-from rankbridge.errors import InputError
+from rankbridge.errors import IdMismatchWarning, InputError
 from rankbridge.evaluate import Evaluation, evaluate
 from rankbridge.metrics.ranking import compute
 
@@ -69,9 +69,15 @@ def _assert_same(a: Evaluation, b: Evaluation) -> None:
     assert a.mean == b.mean
     assert a.summary() == b.summary()
     assert a.table is not None and b.table is not None
-    for field in ("n_ret", "hit_query", "hit_rank", "hit_label", "judged_query", "judged_label"):
+    for field in ("n_ret", "hit_query", "hit_rank", "hit_label"):
         x, y = getattr(a.table, field), getattr(b.table, field)
         assert x.dtype == y.dtype and np.array_equal(x, y), field
+    # the judgments: the same per query (one process lists them in the qrels' order, the merge by query)
+    for t in (a.table, b.table):
+        assert t.judged_query.dtype == a.table.judged_query.dtype
+    ka, kb = (np.argsort(t.judged_query, kind="stable") for t in (a.table, b.table))
+    assert np.array_equal(a.table.judged_query[ka], b.table.judged_query[kb])
+    assert np.array_equal(a.table.judged_label[ka], b.table.judged_label[kb])
     for m in a.measures:  # the merged table computes the same values again
         assert compute(a.table, m).tobytes() == compute(b.table, m).tobytes()
 
@@ -192,3 +198,16 @@ def test_run_merge() -> None:
     deeper = rb.Run(name="bm25", config={**parts[1].config, "k": 20})
     with pytest.raises(InputError, match="config\\['k'\\]"):
         rb.Run.merge([parts[0], deeper])
+
+
+def test_id_check_of_a_block_reads_the_whole_qrels() -> None:
+    """A block's docs may be judged only for another block's queries: that is no id mismatch."""
+    qrels = {f"q{i}": {f"d{(i + 1) % 20}": 1} for i in range(20)}
+    run = {f"q{i}": {f"d{(i + 1 + j) % 20}": 1.0 - j / 10 for j in range(1, 6)} for i in range(20)}
+    whole = evaluate(qrels, run, ["P@5"])  # every retrieved doc is judged somewhere: no warning
+    parts = [evaluate(qrels, run, ["P@5"], queries=block) for block in _blocks(list(qrels), 4, 0)]
+    _assert_same(Evaluation.merge(parts), whole)
+    stranger = {q: {f"x{j}": 1.0 for j in range(5)} for q in qrels}
+    with pytest.warns(IdMismatchWarning):
+        part = evaluate(qrels, stranger, ["P@5"], queries=list(qrels)[:10])
+    assert part.notes and "doc ids do not match" in part.notes[0]

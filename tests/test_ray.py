@@ -198,6 +198,17 @@ def test_unpicklable_retriever_refused() -> None:
         RayExecutor().run_retriever(locked, {"q1": "x"}, k=3)
 
 
+def referring_search(query: str, k: int) -> list[rb.Hit]:
+    """Refers to the package module itself (rb.Hit): it must travel to the workers too."""
+    return [rb.Hit(doc, score) for doc, score in search(query, k)]
+
+
+def test_retriever_referring_to_the_package() -> None:
+    texts = {f"q{i}": f"question {i}" for i in range(8)}
+    run = RayExecutor(block_size=3).run_retriever(referring_search, texts, k=4, keep_going=True)
+    assert dict(run) == dict(run_retriever(referring_search, texts, k=4, keep_going=True, progress=False))
+
+
 def test_keep_going_applies_to_the_merged_run() -> None:
     def broken(query: str, k: int) -> list[str]:
         raise ConnectionError("refused")
