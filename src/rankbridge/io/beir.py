@@ -154,11 +154,10 @@ def doc_from_json(obj: Mapping[str, Any], src: str, lineno: int) -> tuple[str, d
     return doc, {"title": title, "text": text, "metadata": meta, **extra}
 
 
-def read_beir_queries(path: str | os.PathLike[str]) -> dict[str, Query]:
-    """Read ``queries.jsonl`` (``_id``, ``text``, optional ``metadata``) into ``{id: Query}``."""
-    src = str(path)
+def queries_from_lines(lines: Iterable[tuple[int, Mapping[str, Any]]], src: str) -> dict[str, Query]:
+    """``{id: Query}`` from the ``(line number, object)`` pairs of a ``queries.jsonl`` file named ``src``."""
     out: dict[str, Query] = {}
-    for lineno, obj in iter_jsonl(path):
+    for lineno, obj in lines:
         query = query_from_json(obj, src, lineno)
         if query.id in out:
             raise ParseError(f"query id {clip(query.id)} appears twice", source=src, line=lineno)
@@ -166,16 +165,25 @@ def read_beir_queries(path: str | os.PathLike[str]) -> dict[str, Query]:
     return out
 
 
-def read_beir_corpus(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
-    """Read ``corpus.jsonl`` into ``{doc_id: {"title", "text", "metadata"}}``."""
-    src = str(path)
+def corpus_from_lines(lines: Iterable[tuple[int, Mapping[str, Any]]], src: str) -> dict[str, dict[str, Any]]:
+    """``{doc_id: {"title", "text", "metadata", ...}}`` from the ``(line number, object)`` pairs of a corpus file."""
     out: dict[str, dict[str, Any]] = {}
-    for lineno, obj in iter_jsonl(path):
+    for lineno, obj in lines:
         doc, entry = doc_from_json(obj, src, lineno)
         if doc in out:
             raise ParseError(f"doc id {clip(doc)} appears twice", source=src, line=lineno)
         out[doc] = entry
     return out
+
+
+def read_beir_queries(path: str | os.PathLike[str]) -> dict[str, Query]:
+    """Read ``queries.jsonl`` (``_id``, ``text``, optional ``metadata``) into ``{id: Query}``."""
+    return queries_from_lines(iter_jsonl(path), str(path))
+
+
+def read_beir_corpus(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """Read ``corpus.jsonl`` into ``{doc_id: {"title", "text", "metadata"}}``."""
+    return corpus_from_lines(iter_jsonl(path), str(path))
 
 
 def read_beir(path: str | os.PathLike[str], *, split: str = "test", load_corpus: bool = True) -> GoldenSet:

@@ -24,12 +24,11 @@ from __future__ import annotations
 import os
 import zlib
 from pathlib import Path
-from typing import Any
 
 from rankbridge.errors import ParseError
-from rankbridge.io._open import clip, iter_jsonl_any, open_text
-from rankbridge.io.beir import _qrels_rows, doc_from_json, query_from_json
-from rankbridge.types import GoldenSet, Qrels, Query
+from rankbridge.io._open import iter_jsonl_any, open_text
+from rankbridge.io.beir import _qrels_rows, corpus_from_lines, queries_from_lines, read_beir
+from rankbridge.types import GoldenSet, Qrels
 
 __all__ = ["find_beir_file", "is_beir_folder", "read_golden_beir"]
 
@@ -55,28 +54,6 @@ def _qrels(path: Path) -> Qrels:
         except (OSError, EOFError, zlib.error) as exc:  # a truncated or non-gzip .gz
             raise ParseError(f"cannot read file: {exc}", source=str(path)) from None
     return Qrels._trusted(data)
-
-
-def _queries(path: Path) -> dict[str, Query]:
-    src = str(path)
-    out: dict[str, Query] = {}
-    for lineno, obj in iter_jsonl_any(path):
-        query = query_from_json(obj, src, lineno)
-        if query.id in out:
-            raise ParseError(f"query id {clip(query.id)} appears twice", source=src, line=lineno)
-        out[query.id] = query
-    return out
-
-
-def _corpus(path: Path) -> dict[str, dict[str, Any]]:
-    src = str(path)
-    out: dict[str, dict[str, Any]] = {}
-    for lineno, obj in iter_jsonl_any(path):
-        doc, entry = doc_from_json(obj, src, lineno)
-        if doc in out:
-            raise ParseError(f"doc id {clip(doc)} appears twice", source=src, line=lineno)
-        out[doc] = entry
-    return out
 
 
 def read_golden_beir(path: str | os.PathLike[str], *, split: str = "test", load_corpus: bool = True) -> GoldenSet:
@@ -111,17 +88,15 @@ def read_golden_beir(path: str | os.PathLike[str], *, split: str = "test", load_
         )
     paths = [p for p in (qrels_path, queries_path, corpus_path) if p is not None]
     if not any(p.suffix.lower() == ".gz" for p in paths):
-        from rankbridge.io.beir import read_beir
-
         return read_beir(root, split=split, load_corpus=load_corpus)
     qrels = _qrels(qrels_path)
-    queries = _queries(queries_path)
+    queries = queries_from_lines(iter_jsonl_any(queries_path), str(queries_path))
     unknown = [q for q in qrels if q not in queries]
     if unknown:
         raise ParseError(
             f"{len(unknown)} judged queries have no text in {queries_path.name} (e.g. {unknown[0]!r})",
             source=str(qrels_path),
         )
-    corpus = _corpus(corpus_path) if corpus_path is not None else None
+    corpus = corpus_from_lines(iter_jsonl_any(corpus_path), str(corpus_path)) if corpus_path is not None else None
     qrels.name = f"{root.name}/{split}"
     return GoldenSet([queries[q] for q in qrels], qrels, corpus=corpus, name=root.name)

@@ -38,6 +38,14 @@ def _fields(item: Any) -> tuple[str, ...]:
     return tuple(getattr(item, "_fields", ()) or ())
 
 
+def _item_id(item: Any, field: str, what: str, where: str) -> str:
+    """``item.<field>`` as an id (``query_id`` of a query, ``doc_id`` of a doc); InputError naming ``where``."""
+    try:
+        return as_id(getattr(item, field))
+    except (AttributeError, InputError) as exc:
+        raise InputError(f"{where}: expected {what} with a {field}, found {item!r} ({exc})") from None
+
+
 def _dataset_name(dataset: Any) -> str | None:
     try:
         name = dataset.dataset_id()
@@ -102,10 +110,7 @@ def golden_from_ir_datasets(
     texts: dict[str, Query] = {}
     for i, q in enumerate(dataset.queries_iter()):
         where = f"{name}: queries_iter() item {i}"
-        try:
-            qid = as_id(q.query_id)
-        except (AttributeError, InputError) as exc:
-            raise InputError(f"{where}: expected a query with a query_id, found {q!r} ({exc})") from None
+        qid = _item_id(q, "query_id", "a query", where)
         if qid not in data:
             continue
         if query_field is not None:
@@ -137,10 +142,7 @@ def golden_from_ir_datasets(
             corpus = {}
             for i, d in enumerate(dataset.docs_iter()):
                 where = f"{name}: docs_iter() item {i}"
-                try:
-                    doc_id = as_id(d.doc_id)
-                except (AttributeError, InputError) as exc:
-                    raise InputError(f"{where}: expected a doc with a doc_id, found {d!r} ({exc})") from None
+                doc_id = _item_id(d, "doc_id", "a doc", where)
                 text = getattr(d, "text", None)
                 if not isinstance(text, str) and callable(getattr(d, "default_text", None)):
                     text = d.default_text()
