@@ -152,7 +152,7 @@ def make_beir_dataset(
 # --------------------------------------------------------------------------------------------------
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
-SECTIONS = ("bench_metrics", "bench_growth", "bench_memory", "bench_import", "bench_cli")
+SECTIONS = ("bench_metrics", "bench_growth", "bench_arrays", "bench_files", "bench_memory", "bench_import", "bench_cli")
 DOC_HEADER = """# Benchmarks
 
 Figures measured by the scripts in `benchmarks/` (see `benchmarks/README.md`). Each section below is

@@ -1,0 +1,139 @@
+"""From TREC files on disk to the means, against pytrec_eval's own parse + evaluate (issue 21.6).
+
+MS MARCO-shaped data (``_synthetic.make_dataset``, rank-ordered run files as a ranker writes them:
+``qid Q0 doc rank score tag``) written to a temporary directory, then, in one process, interleaved, CPU
+time, medians:
+
+* rankbridge: ``evaluate(read_qrels(q), read_run(r), METRICS)`` (default settings, id check on);
+* pytrec_eval: ``parse_qrel`` + ``parse_run`` + ``RelevanceEvaluator(qrels, measures).evaluate(run)``;
+* rankbridge's reading alone (``read_qrels`` + ``read_run``) and a bare ``for line in f: line.split()``
+  loop over the run file, for context.
+
+Usage: ``.venv/bin/python benchmarks/bench_files.py [--sizes 10000x10,100000x10,6980x1000] [--reps 3] [--write]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytrec_eval
+
+from _synthetic import command_line, environment, make_dataset, median, table, write_section
+from rankbridge.evaluate import evaluate
+from rankbridge.io.trec import read_qrels, read_run
+
+METRICS = ["ndcg@10", "mrr@10", "P@5", "recall@100", "map@100", "hit_rate@10"]
+TREC = {"ndcg_cut_10", "recip_rank", "P_5", "recall_100", "map_cut_100", "success_10"}
+TARGET = 2.0  # rankbridge at least this many times faster than pytrec_eval, end to end
+
+
+def write_files(n_q: int, depth: int, where: Path) -> tuple[Path, Path, int]:
+    ds = make_dataset(n_q, depth, layouts=("ranked",))
+    run_path, qrels_path = where / f"run_{n_q}x{depth}.txt", where / f"qrels_{n_q}x{depth}.txt"
+    with open(run_path, "w") as f:
+        for q, docs in ds.run_ranked.items():
+            f.writelines(f"{q} Q0 {d} {r} {s!r} bm25\n" for r, (d, s) in enumerate(docs.items(), 1))
+    with open(qrels_path, "w") as f:
+        for q, docs in ds.qrels.items():
+            f.writelines(f"{q} 0 {d} {label}\n" for d, label in docs.items())
+    return qrels_path, run_path, ds.num_entries
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="10000x10,100000x10,6980x1000")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--write", action="store_true")
+    args = ap.parse_args()
+    rows, verdicts, agree = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in args.sizes.split(","):
+            n_q, depth = (int(x) for x in size.split("x"))
+            print(f"{size}: writing files", file=sys.stderr)
+            qrels_path, run_path, n = write_files(n_q, depth, Path(tmp))
+
+            def ours(q: Path = qrels_path, r: Path = run_path) -> dict[str, float]:
+                return evaluate(read_qrels(q), read_run(r), METRICS).mean
+
+            def reference(q: Path = qrels_path, r: Path = run_path) -> Any:
+                with open(q) as fq, open(r) as fr:
+                    qrels, run = pytrec_eval.parse_qrel(fq), pytrec_eval.parse_run(fr)
+                return pytrec_eval.RelevanceEvaluator(qrels, TREC).evaluate(run)
+
+            def reading(q: Path = qrels_path, r: Path = run_path) -> Any:
+                return read_qrels(q), read_run(r)
+
+            def bare(r: Path = run_path) -> None:
+                with open(r) as fr:
+                    for line in fr:
+                        line.split()
+
+            fns: dict[str, Callable[[], Any]] = {
+                "rankbridge: read_qrels + read_run + evaluate": ours,
+                "pytrec_eval: parse_qrel + parse_run + evaluate": reference,
+                "rankbridge: read_qrels + read_run only": reading,
+                "bare split loop over the run file": bare,
+            }
+            times: dict[str, list[float]] = {k: [] for k in fns}
+            for _ in range(args.reps):
+                for k, f in fns.items():
+                    gc.collect()
+                    t0 = time.process_time()
+                    f()
+                    times[k].append(time.process_time() - t0)
+            med = {k: median(v) for k, v in times.items()}
+            got, ref = ours(), reference()
+            mean_ref = {
+                "ndcg@10": "ndcg_cut_10",
+                "precision@5": "P_5",
+                "recall@100": "recall_100",
+                "map@100": "map_cut_100",
+                "hit_rate@10": "success_10",
+            }
+            agree.append(
+                all(
+                    abs(got[ours_name] - sum(v[t] for v in ref.values()) / n_q) < 1e-9
+                    for ours_name, t in mean_ref.items()
+                )
+            )
+            label = f"{n_q:,} q x {depth:,} ({n:,} lines)"
+            for k, v in med.items():
+                rows.append([label, k, f"{v:.3f}", f"{v * 1e9 / n:,.0f}"])
+            speedup = (
+                med["pytrec_eval: parse_qrel + parse_run + evaluate"]
+                / med["rankbridge: read_qrels + read_run + evaluate"]
+            )
+            verdicts.append([label, f"{speedup:.2f}x", "met" if speedup >= TARGET else "NOT met"])
+            gc.collect()
+    body = "\n".join(
+        [
+            "### From TREC files (`bench_files.py`, issue 21.6)",
+            "",
+            environment(command_line()),
+            "",
+            "CPU seconds per call (and ns per run line), median of interleaved repetitions in one process:",
+            "",
+            table(["size", "call", "CPU s", "ns per line"], rows),
+            "",
+            f"Target: rankbridge end to end >= {TARGET:.0f}x faster than pytrec_eval end to end.",
+            "",
+            table(["size", "pytrec_eval time / rankbridge time", "target"], verdicts),
+            "",
+            f"Means equal to pytrec_eval's (1e-9): {'yes' if all(agree) else 'NO'}.",
+        ]
+    )
+    print(body)
+    if args.write:
+        write_section("bench_files", body)
+    return 0 if all(agree) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
