@@ -6,12 +6,14 @@ What the runner guarantees
   :func:`~rankbridge.evaluate`); one flaky query never kills the run.
 * **Bounded concurrency**: ``concurrency`` calls at a time, on asyncio for retrievers with a native
   ``aretrieve`` and on worker threads for sync ones.
-* **Per-query timeout and retries** with exponential backoff (``backoff * 2**(attempt-1)`` seconds).
-  A sync call that outlives its timeout cannot be stopped: it is abandoned (its late result ignored)
-  and a fresh worker takes its place, so the run goes on.
-* **Faults are recorded, classified and summarised**: error messages start with their kind --
-  ``"timeout: "``, ``"error: "`` (the retriever raised) or ``"invalid result: "`` (None, wrong types,
-  hits without ids) -- ``run.config["failures"]`` counts them, ``run.config["problems"]`` keeps per-query
+* **Per-query timeout and retries** on the batch engine (:mod:`rankbridge.batch`): exponential backoff
+  (``backoff * 2**(attempt-1)`` seconds, stretched by up to 10 % of jitter), at least the ``Retry-After``
+  of a rate-limit error. A sync call that outlives its timeout cannot be stopped: it is abandoned (its
+  late result ignored) and a fresh worker takes its place, so the run goes on.
+* **Faults are recorded, classified and summarised**: each failure is a typed record
+  (:class:`rankbridge.batch.Failure`) whose kind leads its message -- ``"timeout: "``, ``"error: "``
+  (the retriever raised) or ``"invalid result: "`` (None, wrong types, hits without ids) --
+  ``run.config["failures"]`` counts them by kind, ``run.config["problems"]`` keeps per-query
   notes on what was repaired (a list longer than k, content-hash ids, retries), and :func:`summarize`
   says it in one paragraph.
 * **Resume**: with ``checkpoint="run.jsonl"`` each finished query is appended (and flushed) as one JSON

@@ -13,9 +13,10 @@ nothing is imported to find out; the framework wrappers live in ``frameworks/<na
 a framework reports is read (LangChain ``usage_metadata``, OpenAI-style ``usage`` in LlamaIndex ``raw``);
 otherwise tokens are estimated as characters / 4 and the estimate is flagged.
 
-:class:`CallPolicy` and :class:`Session` hold what every batch of calls obeys: bounded concurrency, a rate
-limit, per-call timeout, retries with exponential backoff, a budget of calls or tokens with a clear stop,
-and the parse-then-repair loop.
+:class:`CallPolicy` and :class:`Session` hold what every batch of LLM calls obeys, on the batch engine
+(:mod:`rankbridge.batch`): bounded concurrency, a rate limit, per-call timeout, retries with jittered
+exponential backoff that waits at least a rate-limit error's ``Retry-After``, a budget of calls or tokens
+with a clear stop, and the parse-then-repair loop.
 
 Examples
 --------
@@ -302,7 +303,8 @@ class CallPolicy:
     rate_limit:
         At most this many calls started per second (None: no limit).
     retries:
-        Extra attempts after a call raises or times out, waiting ``backoff * 2**(attempt-1)`` seconds.
+        Extra attempts after a call raises or times out, waiting ``backoff * 2**(attempt-1)`` seconds
+        (stretched by up to 10 % of jitter; at least the ``Retry-After`` of a rate-limit error, up to 60 s).
     backoff:
         Base wait between attempts, in seconds.
     timeout:
