@@ -50,15 +50,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rankbridge.errors import ContextMatchError, InputError, MissingExtraError, ParseError, UnmatchedContextsWarning
-from rankbridge.io._open import names
+from rankbridge.io._open import names, plain_suffix
 from rankbridge.io.tables import (
+    _csv_rows,
+    _jsonl_rows,
     _Loc,
     _plain,
-    as_id,
     coerce_corpus,
     is_missing,
+    parse_id_list,
+    question_rows,
     resolve_columns,
-    stable_query_id,
     table_rows,
 )
 from rankbridge.types import GoldenSet, Qrels, Query
@@ -164,9 +166,6 @@ class ContextMatch:
 
 def _testset_rows(testset: Any) -> tuple[list[str], list[tuple[_Loc, Mapping[str, Any]]], str]:
     if isinstance(testset, (str, os.PathLike)):
-        from rankbridge.io._open import plain_suffix
-        from rankbridge.io.tables import _csv_rows, _jsonl_rows
-
         if plain_suffix(testset) in (".csv", ".tsv"):
             return _csv_rows(testset, None)
         return _jsonl_rows(testset)
@@ -288,30 +287,11 @@ def match_ragas_contexts(
     queries: list[Query] = []
     judged: dict[str, dict[str, int]] = {}
     matches: list[MatchedContext] = []
-    seen: dict[str, _Loc] = {}
-    generated: dict[str, int] = {}
-    for loc, row in rows:
-        text = _plain(row.get(qcol))
-        if not isinstance(text, str) or not text.strip():
-            raise loc.error(f"expected the question as non-empty text, found {text!r}", qcol)
-        if cols["id"] is not None:
-            try:
-                qid = as_id(row.get(cols["id"]))
-            except InputError as exc:
-                raise loc.error(str(exc), cols["id"]) from None
-            if qid in seen:
-                raise loc.error(f"query id {qid!r} appears twice (first at {seen[qid]})", cols["id"])
-        else:
-            base = stable_query_id(text)
-            n = generated[base] = generated.get(base, 0) + 1
-            qid = base if n == 1 else f"{base}-{n}"
-        seen[qid] = loc
+    for loc, row, qid, text in question_rows(rows, qcol, cols["id"]):
         found: dict[str, int] = {}
         given = row.get(cols["ids"]) if cols["ids"] else None
         given_ids = _plain(given)
         if not is_missing(given_ids) and not (isinstance(given_ids, (list, tuple)) and not given_ids):
-            from rankbridge.io.tables import parse_id_list
-
             try:
                 ids = parse_id_list(given_ids)
             except InputError as exc:

@@ -62,7 +62,7 @@ import operator
 import os
 import warnings
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -443,6 +443,36 @@ def resolve_columns(
     return out
 
 
+def question_rows(
+    rows: Rows, question_column: str, id_column: str | None
+) -> Iterator[tuple[_Loc, Mapping[str, Any], str, str]]:
+    """``(location, row, query id, question)`` for each row of a table of questions.
+
+    The question is non-empty text; the id comes from ``id_column`` (each once), else from the question
+    (:func:`stable_query_id`, ``-2``, ``-3``... for a question asked again). Anything else is a
+    ParseError naming the row and the column.
+    """
+    first_seen: dict[str, _Loc] = {}
+    generated: dict[str, int] = {}
+    for loc, row in rows:
+        text = _plain(row.get(question_column))
+        if not isinstance(text, str) or not text.strip():
+            raise loc.error(f"expected the question as non-empty text, found {text!r}", question_column)
+        if id_column is not None:
+            try:
+                qid = as_id(row.get(id_column))
+            except InputError as exc:
+                raise loc.error(str(exc), id_column) from None
+            if qid in first_seen:
+                raise loc.error(f"query id {qid!r} appears twice (first at {first_seen[qid]})", id_column)
+        else:
+            base = stable_query_id(text)
+            n = generated[base] = generated.get(base, 0) + 1
+            qid = base if n == 1 else f"{base}-{n}"
+        first_seen[qid] = loc
+        yield loc, row, qid, text
+
+
 # -- qrels and corpus given beside the questions -----------------------------------------------------
 def coerce_qrels(qrels: Any, *, source: str = "qrels") -> Qrels:
     """A :class:`~rankbridge.Qrels` from qrels, a mapping, a qrels file or a flat qrels table.
@@ -606,7 +636,8 @@ def _build(
         candidates.pop("relevant")
         candidates.pop("labels")
     cols = resolve_columns(columns, explicit, candidates, source)
-    if cols.get("question") is None:
+    qcol = cols.get("question")
+    if qcol is None:
         raise ParseError(
             "expected a question column (question, query, user_input or text; or pass question_column=); "
             f"found columns: {names(columns)}",
@@ -625,26 +656,8 @@ def _build(
     used = {c for c in cols.values() if c is not None}
     queries: list[Query] = []
     judged: dict[str, dict[str, int]] = {}
-    first_seen: dict[str, _Loc] = {}
-    generated: dict[str, int] = {}
     unjudged: list[str] = []
-    for loc, row in rows:
-        qcol = cols["question"]
-        text = _plain(row.get(qcol))  # type: ignore[arg-type]
-        if not isinstance(text, str) or not text.strip():
-            raise loc.error(f"expected the question as non-empty text, found {text!r}", qcol)
-        if cols.get("id") is not None:
-            try:
-                qid = as_id(row.get(cols["id"]))  # type: ignore[arg-type]
-            except InputError as exc:
-                raise loc.error(str(exc), cols["id"]) from None
-            if qid in first_seen:
-                raise loc.error(f"query id {qid!r} appears twice (first at {first_seen[qid]})", cols["id"])
-        else:
-            base = stable_query_id(text)
-            n = generated[base] = generated.get(base, 0) + 1
-            qid = base if n == 1 else f"{base}-{n}"
-        first_seen[qid] = loc
+    for loc, row, qid, text in question_rows(rows, qcol, cols.get("id")):
         labels: dict[str, int] = {}
         for role, parse in (("relevant", parse_id_list), ("labels", parse_labels)):
             col = cols.get(role)
