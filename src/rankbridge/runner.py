@@ -637,7 +637,8 @@ def _finish(p: _Prepared, interrupted: bool, total: int) -> Run:
     run = p.run
     with p.rec.lock:
         p.rec.control.closed = True
-        failures = Counter(p.rec.failures[qid].kind for qid in run.errors if qid in p.rec.failures)
+        typed = p.rec.failures  # every failed query has its record; a message is parsed only as a fallback
+        failures = Counter((typed.get(qid) or Failure.parse(msg)).kind for qid, msg in run.errors.items())
         run.config["failures"] = dict(failures)
         run.config["problems"] = dict(p.problems)
         unfinished = total - len(run.query_ids())
