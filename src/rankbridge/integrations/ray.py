@@ -127,8 +127,8 @@ def _retrieve_block(retriever: Any, queries: Any, ids: list[str], options: dict[
     return run_retriever(retriever, _subset_queries(queries, ids), **options)
 
 
-def _judge_block(args: dict[str, Any]) -> Judgments:
-    return judge_runs(**args)
+def _judge_block(llm: Any, args: dict[str, Any]) -> Judgments:
+    return judge_runs(llm=llm, **args)
 
 
 def _evaluate_task(
@@ -375,10 +375,11 @@ class RayExecutor:
         source = ray.put(golden) if golden is not None else None
         block_options = {**options, "progress": False, "keep_going": True, "checkpoint": None}
         block_options["check_ids"] = check_ids
+        shared = ray.put(retriever)  # sent once: every task reads the same object
         calls = []
         for block in _blocks(todo, self._size(len(todo))):
             payload = source if source is not None else [(qid, texts[qid]) for qid in block]
-            calls.append((retriever, payload, block, block_options))
+            calls.append((shared, payload, block, block_options))
         parts: list[Run] = []
         try:
             for _, part in self._map(_retrieve_block, calls):
@@ -441,7 +442,8 @@ class RayExecutor:
         ledger = _Ledger.options(num_cpus=0).remote(policy.max_calls, policy.max_tokens, policy.max_errors)  # type: ignore[attr-defined]
         budget = RayBudget(ledger, policy.max_calls, policy.max_tokens, policy.max_errors)
         cache_arg = os.fspath(cache) if cache is not None else None
-        base = {"llm": llm, "k": k, "cache": cache_arg, "policy": policy, "budget": budget, **options}
+        base = {"k": k, "cache": cache_arg, "policy": policy, "budget": budget, **options}
+        shared = ray.put(llm)  # sent once: every task reads the same object
         texts = queries.texts() if isinstance(queries, GoldenSet) else queries
         calls = []
         for block in _blocks(qids, self._size(len(qids))):
@@ -451,7 +453,7 @@ class RayExecutor:
             if isinstance(documents, Mapping):  # only the block's pooled documents travel to its task
                 docs = {d: documents[d] for q in block for d in pairs[q] if d in documents}
             cut = [_subset_run(r, wanted) for r in run_list]
-            calls.append(({**base, "runs": cut, "queries": query_block, "documents": docs},))
+            calls.append((shared, {**base, "runs": cut, "queries": query_block, "documents": docs}))
         try:
             results = [j for _, j in sorted(self._map(_judge_block, calls), key=lambda r: r[0])]
         finally:
