@@ -341,9 +341,9 @@ _DOC_ID = operator.attrgetter("doc_id")
 _FIRST = operator.itemgetter(0)
 #: Score comparisons done at once when ranking judged docs (bounds the temporary arrays to ~20 MB).
 _CELLS = 1 << 20
-#: Results longer than this are ranked one query at a time (numpy's per-call cost is small there) ...
+#: Results longer than this are ranked one query at a time (one sort, then a binary search per judged doc),
 _HUGE = 1 << 16
-#: ... and so are results longer than _DEEP in which more than _FEW judged docs were retrieved.
+#: and so are results longer than _DEEP in which more than _FEW judged docs were retrieved.
 _DEEP = 64
 _FEW = 8
 
@@ -554,10 +554,9 @@ def _ranks_in_segments(
             right = np.searchsorted(row, pivot[docs_here], "right")
             gt[docs_here] = len(row) - right
             eq[docs_here] = right - left
-    huge = by_segment
     # The rest by width class (lengths within a factor of 2), each compared in blocks of _CELLS scores.
     width_class = np.ceil(np.log2(np.maximum(length, 1))).astype(_INT)
-    width_class[huge] = -1
+    width_class[by_segment] = -1
     last = max(len(scores) - 1, 0)
     for c in np.unique(width_class[width_class >= 0]).tolist():
         members = np.flatnonzero(width_class == c)
