@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from typing import Any
 
+from rankbridge._numbers import json_float
 from rankbridge.cli._loader import SPEC_HELP, load_object
 from rankbridge.errors import InputError
 from rankbridge.evaluate import evaluate
@@ -80,7 +80,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         payload: dict[str, Any] = {
             "run": both.run_name,
             "num_queries": both.num_queries,
-            "mean": {k: (None if math.isnan(v) else v) for k, v in both.mean.items()},
+            "mean": {k: json_float(v) for k, v in both.mean.items()},
             "counts": both.counts,
             "failures": both.failures,
             "not_run": both.skipped,
@@ -89,8 +89,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         }
         if args.per_query:
             payload["per_query"] = {
-                name: {q: (None if math.isnan(v) else v) for q, v in vals.items()}
-                for name, vals in both.per_query.items()
+                name: {q: json_float(v) for q, v in vals.items()} for name, vals in both.per_query.items()
             }
         print(json.dumps(payload, indent=2))
     else:
