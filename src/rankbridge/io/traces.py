@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from rankbridge.capture import QUERY_ID_KEY, Capture, CaptureRecord, QueryMatcher, Recorder
 from rankbridge.errors import InputError, MissingExtraError, ParseError
@@ -119,7 +119,25 @@ class TraceCapture(Capture):
         return out
 
 
-# -- the normal form every span source is read into -------------------------------------------------------
+# -- the normal forms every source is read into -------------------------------------------------------------
+class _Node(Protocol):
+    """What a span and a LangSmith run share: enough to nest their records in one another and time them."""
+
+    parent_id: str | None
+    trace_id: str | None
+    name: str
+    start: float | None  # seconds since the epoch
+    end: float | None
+    error: str | None
+    order: int  # position in the export
+
+    @property
+    def node_id(self) -> str: ...
+
+
+_N = TypeVar("_N", bound=_Node)
+
+
 @dataclass
 class _Span:
     span_id: str
@@ -133,6 +151,10 @@ class _Span:
     where: str
     order: int = 0
     children: list[_Span] = field(default_factory=list)
+
+    @property
+    def node_id(self) -> str:
+        return self.span_id
 
     @property
     def kind(self) -> str:
@@ -772,34 +794,54 @@ def _is_impl_span(span: _Span, by_id: Mapping[str, _Span]) -> bool:
     return owner == p_owner and method in ("_retrieve", "_aretrieve") and p_method in ("retrieve", "aretrieve")
 
 
-def _record(span: _Span, query_id: str | None, framework: str) -> CaptureRecord:
+def _record(node: _Node, query: str, query_id: str | None, framework: str) -> CaptureRecord:
     record = CaptureRecord(
         framework,
-        _query_text(span),
-        span.span_id,
-        span.name,
+        query,
+        node.node_id,
+        node.name,
         query_id,
-        span.parent_id,
-        span.trace_id,
-        span.start or 0.0,
+        node.parent_id,
+        node.trace_id,
+        node.start or 0.0,
     )
-    if span.start is not None and span.end is not None:
-        record.latency = max(0.0, span.end - span.start)
-    record.error = span.error
+    if node.start is not None and node.end is not None:
+        record.latency = max(0.0, node.end - node.start)
+    record.error = node.error
     return record
 
 
-def _ancestors(span: _Span, by_id: Mapping[str, _Span]) -> Iterator[_Span]:
-    current = by_id.get(span.parent_id) if span.parent_id else None
+def _ancestors(node: _N, by_id: Mapping[str, _N]) -> Iterator[_N]:
+    current = by_id.get(node.parent_id) if node.parent_id else None
     steps = 0
-    while current is not None and steps < 10_000:
+    while current is not None and steps < 10_000:  # a parent cycle in a broken export ends here
         yield current
         current = by_id.get(current.parent_id) if current.parent_id else None
         steps += 1
 
 
-def _end_key(span: _Span) -> tuple[float, int]:
-    return (span.end if span.end is not None else math.inf, span.order)
+def _end_key(node: _Node) -> tuple[float, int]:
+    return (node.end if node.end is not None else math.inf, node.order)
+
+
+def _nest(nodes: Iterable[_N], records: Mapping[str, CaptureRecord], by_id: Mapping[str, _N]) -> list[_N]:
+    """Put each record inside the record of its nearest recorded ancestor; the outermost nodes, by end time.
+
+    A record left with exactly one retrieval nested in it (LangChain's ContextualCompressionRetriever
+    around a retriever) is promoted: first stage, then its own output, as live capture records it.
+    """
+    top: list[_N] = []
+    for node in sorted(nodes, key=_end_key):
+        if node.node_id not in records:
+            continue
+        outer = next((a for a in _ancestors(node, by_id) if a.node_id in records), None)
+        if outer is not None:
+            records[outer.node_id].add_nested(records[node.node_id])
+        else:
+            top.append(node)
+    for node in top:
+        records[node.node_id].promote_nested()
+    return top
 
 
 def openinference_capture(
@@ -844,21 +886,11 @@ def openinference_capture(
         )
     kept = {s.span_id for s in retrievals}
     records: dict[str, CaptureRecord] = {}
-    top: list[_Span] = []
     for span in sorted(retrievals, key=_end_key):
-        record = _record(span, _span_query_id(span, by_id), "openinference")
+        record = _record(span, _query_text(span), _span_query_id(span, by_id), "openinference")
         _set_docs(record, _retrieval_docs(span, doc_counts))
         records[span.span_id] = record
-    for span in sorted(retrievals, key=_end_key):
-        outer = next((a for a in _ancestors(span, by_id) if a.span_id in kept), None)
-        if outer is not None:
-            records[outer.span_id].add_nested(records[span.span_id])
-        else:
-            top.append(span)
-    for span in top:
-        # a wrapper around exactly one retriever (LangChain's ContextualCompressionRetriever): first stage,
-        # then its own output, as live capture records it
-        records[span.span_id].promote_nested()
+    top = _nest(retrievals, records, by_id)
     # rerankers: the final list of the latest retrieval of the same trace, called from one of their ancestors
     unattached = 0
     standalone: list[_Span] = []
@@ -891,7 +923,7 @@ def openinference_capture(
             continue
         standalone.append(rr)
     for rr in standalone:
-        record = _record(rr, _span_query_id(rr, by_id), "openinference")
+        record = _record(rr, _query_text(rr), _span_query_id(rr, by_id), "openinference")
         _set_docs(record, _documents(rr.attrs, RERANKER_INPUT, doc_counts))
         if rr.error is None:
             _set_docs(record, _documents(rr.attrs, RERANKER_OUTPUT, doc_counts), final=True)
@@ -1033,6 +1065,10 @@ class _LSRun:
     tags: Any
     where: str
     order: int = 0
+
+    @property
+    def node_id(self) -> str:
+        return self.run_id
 
 
 _RUN_FIELDS = (
@@ -1193,35 +1229,19 @@ def langsmith_capture(
             "whole traces)."
         )
 
-    def ancestors(run: _LSRun) -> Iterator[_LSRun]:
-        current = by_id.get(run.parent_id) if run.parent_id else None
-        steps = 0
-        while current is not None and steps < 10_000:
-            yield current
-            current = by_id.get(current.parent_id) if current.parent_id else None
-            steps += 1
-
     def query_id(run: _LSRun) -> str | None:
-        for r in (run, *ancestors(run)):
+        for r in (run, *_ancestors(run, by_id)):
             qid = _own_query_id(r.metadata, r.tags)
             if qid is not None:
                 return qid
         return None
 
     records: dict[str, CaptureRecord] = {}
-    kept: set[str] = set()
-    key = lambda r: (r.end if r.end is not None else math.inf, r.order)  # noqa: E731
-    for run in sorted(retrievers, key=key):
+    for run in sorted(retrievers, key=_end_key):
         if run.outputs is None and run.error is None:
             counts["unfinished"] += 1
             continue
-        record = CaptureRecord(
-            "langsmith", _ls_query(run.inputs), run.run_id, run.name, query_id(run), run.parent_id, run.trace_id,
-            run.start or 0.0,
-        )  # fmt: skip
-        if run.start is not None and run.end is not None:
-            record.latency = max(0.0, run.end - run.start)
-        record.error = run.error
+        record = _record(run, _ls_query(run.inputs), query_id(run), "langsmith")
         if run.error is None:
             docs = run.outputs.get("documents") if isinstance(run.outputs, Mapping) else None
             if docs is None:
@@ -1240,18 +1260,7 @@ def langsmith_capture(
                 )
             record.set_items([_lc_document(d, run.where, i) for i, d in enumerate(docs)])
         records[run.run_id] = record
-        kept.add(run.run_id)
-    top: list[_LSRun] = []
-    for run in sorted(retrievers, key=key):
-        if run.run_id not in kept:
-            continue
-        outer = next((a for a in ancestors(run) if a.run_id in kept), None)
-        if outer is not None:
-            records[outer.run_id].add_nested(records[run.run_id])
-        else:
-            top.append(run)
-    for run in top:
-        records[run.run_id].promote_nested()
+    top = _nest(retrievers, records, by_id)
     return _new_capture(
         [records[r.run_id] for r in top],
         golden=golden,
