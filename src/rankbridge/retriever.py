@@ -425,12 +425,13 @@ def _fast_plain(seq: Sequence[Any]) -> list[Hit] | None:
         return list(map(Hit, seq)) if all(seq) else None
     if kinds != {tuple} or set(map(len, seq)) != {2}:
         return None
-    ids, scores = zip(*seq, strict=True)
-    if set(map(type, ids)) != {str} or not all(ids) or not set(map(type, scores)) <= {float, int}:
+    ids, scores = zip(*seq, strict=False)  # two tuples (every item is a pair, checked above)
+    score_types = set(map(type, scores))
+    if set(map(type, ids)) != {str} or not all(ids) or not score_types <= {float, int}:
         return None
     if any(map(operator.ne, scores, scores)):  # NaN: the general loop turns it into "no score"
         return None
-    return list(map(Hit, ids, scores if set(map(type, scores)) == {float} else map(float, scores)))
+    return list(map(Hit, ids, scores if score_types == {float} else map(float, scores)))
 
 
 _DICT_ID_KEYS = ("doc_id", "id", "_id")
