@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rankbridge.errors import GenerationError, InputError
-from rankbridge.judge.grading import _doc_text, _repair_builder
+from rankbridge.judge.grading import _doc_text, _json_objects, _repair_builder
 from rankbridge.judge.llm import (
     BudgetExhausted,
     CallPolicy,
@@ -78,8 +78,6 @@ def parse_query(text: str) -> str:
     ...
     rankbridge.errors.ReplyParseError: expected a JSON object with a non-empty "query" string
     """
-    from rankbridge.judge.grading import _json_objects
-
     if "{" in text:
         for obj in _json_objects(text):
             if isinstance(obj, dict):
