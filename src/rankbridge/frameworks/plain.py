@@ -1,5 +1,10 @@
 """Adapter for a plain function: ``f(query, k) -> results`` (sync or async).
 
+A function is the third kind of object :func:`rankbridge.frameworks.adapt` wraps, so its adapter sits
+beside the LlamaIndex and LangChain ones and shares their base (:class:`~rankbridge.frameworks.base.AdapterBase`:
+error mapping, k handling, normalisation); it imports no framework. (An object that already has
+``retrieve`` / ``aretrieve`` needs no adapter: :mod:`rankbridge.retriever` is the protocol it implements.)
+
 Examples
 --------
 >>> from rankbridge.frameworks import CallableRetriever
