@@ -942,8 +942,26 @@ class BlockResult:
         return {o.key: o.failure for o in self.outcomes if o.failure is not None}
 
 
-def _block_sink(block: BlockResult) -> Sink:
-    return block.outcomes.append
+class _Block:
+    """A block being run: its result, its budget, and what the budget had spent before it started."""
+
+    def __init__(self, meter: Budget) -> None:
+        self.result = BlockResult()
+        self.meter = meter
+        self.before = meter.charges
+
+    @classmethod
+    def start(cls, budget: Budget | None) -> tuple[_Block, Budget]:
+        block = cls(budget if budget is not None else Budget())  # no budget: one without limits, to count
+        return block, block.meter
+
+    def finish(self) -> BlockResult:
+        after, before = self.meter.charges, self.before
+        self.result.charges = Charges(
+            after.calls - before.calls, after.tokens - before.tokens, after.errors - before.errors
+        )
+        self.result.stopped = self.meter.stopped
+        return self.result
 
 
 def run_block(
@@ -959,14 +977,9 @@ def run_block(
     ``budget`` counts calls here (give a block :meth:`Budget.remaining` of the shared budget); the
     charges in the result are this block's only.
     """
-    block = BlockResult()
-    meter = budget if budget is not None else Budget()
-    before = meter.charges
-    run_sync(tasks, call, _block_sink(block), policy, convert=convert, budget=meter)
-    after = meter.charges
-    block.charges = Charges(after.calls - before.calls, after.tokens - before.tokens, after.errors - before.errors)
-    block.stopped = meter.stopped
-    return block
+    block, meter = _Block.start(budget)
+    run_sync(tasks, call, block.result.outcomes.append, policy, convert=convert, budget=meter)
+    return block.finish()
 
 
 async def arun_block(
@@ -978,11 +991,6 @@ async def arun_block(
     budget: Budget | None = None,
 ) -> BlockResult:
     """Async :func:`run_block`, on :func:`run_async`."""
-    block = BlockResult()
-    meter = budget if budget is not None else Budget()
-    before = meter.charges
-    await run_async(tasks, acall, _block_sink(block), policy, convert=convert, budget=meter)
-    after = meter.charges
-    block.charges = Charges(after.calls - before.calls, after.tokens - before.tokens, after.errors - before.errors)
-    block.stopped = meter.stopped
-    return block
+    block, meter = _Block.start(budget)
+    await run_async(tasks, acall, block.result.outcomes.append, policy, convert=convert, budget=meter)
+    return block.finish()
