@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, TypeVar
 
 from rankbridge.capture import QUERY_ID_KEY, Capture, CaptureRecord, QueryMatcher, Recorder
 from rankbridge.errors import InputError, MissingExtraError, ParseError
@@ -120,7 +120,8 @@ class TraceCapture(Capture):
 
 
 # -- the normal forms every source is read into -------------------------------------------------------------
-class _Node(Protocol):
+@dataclass(kw_only=True)
+class _Node:
     """What a span and a LangSmith run share: enough to nest their records in one another and time them."""
 
     parent_id: str | None
@@ -129,27 +130,21 @@ class _Node(Protocol):
     start: float | None  # seconds since the epoch
     end: float | None
     error: str | None
-    order: int  # position in the export
+    where: str
+    order: int = 0  # position in the export
 
     @property
-    def node_id(self) -> str: ...
+    def node_id(self) -> str:
+        raise NotImplementedError
 
 
 _N = TypeVar("_N", bound=_Node)
 
 
-@dataclass
-class _Span:
+@dataclass(kw_only=True)
+class _Span(_Node):
     span_id: str
-    parent_id: str | None
-    trace_id: str | None
-    name: str
-    start: float | None  # seconds since the epoch
-    end: float | None
-    error: str | None
     attrs: dict[str, Any]
-    where: str
-    order: int = 0
     children: list[_Span] = field(default_factory=list)
 
     @property
@@ -1049,22 +1044,14 @@ def read_openinference(
 
 
 # -- LangSmith ---------------------------------------------------------------------------------------------------
-@dataclass
-class _LSRun:
+@dataclass(kw_only=True)
+class _LSRun(_Node):
     run_id: str
-    parent_id: str | None
-    trace_id: str | None
-    name: str
     run_type: str
     inputs: Any
     outputs: Any
-    error: str | None
-    start: float | None
-    end: float | None
     metadata: Any
     tags: Any
-    where: str
-    order: int = 0
 
     @property
     def node_id(self) -> str:
