@@ -120,6 +120,9 @@ def test_compare_slices_gate_inputs_equal() -> None:
     a = rb.compare(merged, None, METRICS, n_resamples=2000, seed=5)
     b = rb.compare(whole, None, METRICS, n_resamples=2000, seed=5)
     assert a.to_dict(per_query=True) == b.to_dict(per_query=True)  # means, intervals, p-values, wins
+    ga = rb.gate(merged["dense"], merged["bm25"], metric="ndcg@10", max_drop=0.01, n_resamples=2000)
+    gb = rb.gate(whole["dense"], whole["bm25"], metric="ndcg@10", max_drop=0.01, n_resamples=2000)
+    assert ga.to_dict() == gb.to_dict()
     sa = rb.slices(merged["dense"], golden, "category", n_resamples=2000)
     sb = rb.slices(whole["dense"], golden, "category", n_resamples=2000)
     assert sa.to_dict() == sb.to_dict()
