@@ -37,14 +37,22 @@ rankbridge.errors.InputError: read_golden: option 'split' does not apply to a CS
 
 from __future__ import annotations
 
+import csv
 import inspect
 import os
+import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from rankbridge.errors import InputError, ParseError
+from rankbridge.io import tables
 from rankbridge.io._open import clip, decode_error, iter_jsonl_any, json_line, open_text, plain_suffix, read_text
+from rankbridge.io.beir_gz import read_golden_beir
+from rankbridge.io.ir_datasets import golden_from_ir_datasets
+from rankbridge.io.llamaindex_json import golden_from_llamaindex, read_golden_llamaindex
+from rankbridge.io.ragas_testset import golden_from_ragas
+from rankbridge.io.tables import CANDIDATES
 from rankbridge.types import GoldenSet
 
 __all__ = ["read_golden"]
@@ -65,15 +73,11 @@ def _call(reader: Callable[..., GoldenSet], what: str, first: Any, options: Mapp
 
 
 def _is_ragas(columns: list[str]) -> bool:
-    from rankbridge.io.tables import CANDIDATES
-
     judged = set(CANDIDATES["relevant"]) | set(CANDIDATES["labels"])
     return "reference_contexts" in columns and not judged & set(columns)
 
 
 def _ragas(source: Any, what: str, options: dict[str, Any]) -> GoldenSet:
-    from rankbridge.io.ragas_testset import golden_from_ragas
-
     corpus = options.pop("corpus", None)
     if corpus is None:
         raise InputError(
@@ -90,9 +94,6 @@ def _first_columns_jsonl(path: Path) -> list[str]:
 
 
 def _first_columns_csv(path: Path) -> list[str]:
-    import csv
-    import zlib
-
     with open_text(path) as fh:
         delimiter = "\t" if plain_suffix(path) == ".tsv" else ","
         try:
@@ -106,18 +107,12 @@ def _first_columns_csv(path: Path) -> list[str]:
 
 
 def _read_path(path: Path, options: dict[str, Any]) -> GoldenSet:
-    from rankbridge.io import tables
-
     if path.is_dir():
-        from rankbridge.io.beir_gz import read_golden_beir
-
         return _call(read_golden_beir, "a BEIR folder", path, options)
     if not path.exists():
         raise InputError(f"read_golden: {path}: no such file or folder")
     suffix = plain_suffix(path)
     if suffix == ".json":
-        from rankbridge.io.llamaindex_json import read_golden_llamaindex
-
         data = json_line(read_text(path), str(path), None, "JSON")
         if isinstance(data, dict) and all(k in data for k in _LLAMAINDEX_KEYS):
             return _call(read_golden_llamaindex, "a LlamaIndex QA dataset", path, options)
@@ -163,8 +158,6 @@ def read_golden(source: Any, **options: Any) -> GoldenSet:
         return source
     if isinstance(source, (str, os.PathLike)):
         return _read_path(Path(source), dict(options))
-    from rankbridge.io import tables
-
     module = type(source).__module__.split(".", 1)[0]
     if module == "pandas" and hasattr(source, "columns"):
         if _is_ragas([str(c) for c in source.columns]):
@@ -175,14 +168,10 @@ def read_golden(source: Any, **options: Any) -> GoldenSet:
     if module == "ragas":
         return _ragas(source, f"the {type(source).__name__}", dict(options))
     if callable(getattr(source, "queries_iter", None)) and callable(getattr(source, "qrels_iter", None)):
-        from rankbridge.io.ir_datasets import golden_from_ir_datasets
-
         return _call(golden_from_ir_datasets, "an ir_datasets dataset", source, options)
     if (isinstance(source, Mapping) and all(k in source for k in _LLAMAINDEX_KEYS)) or (
         not isinstance(source, Mapping) and all(hasattr(source, k) for k in _LLAMAINDEX_KEYS)
     ):
-        from rankbridge.io.llamaindex_json import golden_from_llamaindex
-
         return _call(golden_from_llamaindex, "a LlamaIndex QA dataset", source, options)
     if isinstance(source, (list, tuple)):
         columns = list(source[0]) if source and isinstance(source[0], Mapping) else []

@@ -54,6 +54,7 @@ from rankbridge.io._open import names, plain_suffix
 from rankbridge.io.tables import (
     _csv_rows,
     _jsonl_rows,
+    _literal,
     _Loc,
     _plain,
     coerce_corpus,
@@ -178,8 +179,6 @@ def _testset_rows(testset: Any) -> tuple[list[str], list[tuple[_Loc, Mapping[str
 
 
 def _contexts(value: Any, loc: _Loc, column: str) -> list[str]:
-    from rankbridge.io.tables import _literal
-
     value = _plain(value)
     if is_missing(value):
         return []
