@@ -43,17 +43,20 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
+
+import numpy as np
 
 from rankbridge._numbers import json_float
-from rankbridge.errors import InputError, MissingExtraError, RankbridgeError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from rankbridge.analysis import Comparison
-    from rankbridge.evaluate import Evaluation
-    from rankbridge.metrics.stats import CIMethod
-    from rankbridge.reports import Report
-    from rankbridge.types import GoldenSet, Qrels, Run
+from rankbridge._version import __version__
+from rankbridge.analysis import Comparison, compare
+from rankbridge.errors import InputError, MetricError, MissingExtraError, RankbridgeError
+from rankbridge.evaluate import Evaluation
+from rankbridge.fingerprint import qrels_fingerprint, query_set_fingerprint
+from rankbridge.metrics.measures import column_facts
+from rankbridge.metrics.stats import CIMethod, Interval, confidence_intervals
+from rankbridge.reports import Report, build_report
+from rankbridge.types import GoldenSet, Qrels, Run
 
 __all__ = ["MlflowLog", "log_evaluation", "metric_key"]
 
@@ -251,13 +254,6 @@ def _evaluation_intervals(
     ev: Evaluation, *, level: float, ci: CIMethod, n_resamples: int, seed: int
 ) -> tuple[Comparison | None, dict[str, Any]]:
     """A one-run comparison (for the report and the ranking measures' intervals) and every column's interval."""
-    import numpy as np
-
-    from rankbridge.analysis import compare
-    from rankbridge.errors import MetricError
-    from rankbridge.metrics.measures import column_facts
-    from rankbridge.metrics.stats import confidence_intervals
-
     measure_names = [str(m) for m in ev.measures]
     comparison = None
     intervals: dict[str, Any] = {}
@@ -280,8 +276,6 @@ def _evaluation_intervals(
                 ok, level=level, method=ci, n_resamples=n_resamples, seed=seed, bounds=bounds
             )[0]
         else:
-            from rankbridge.metrics.stats import Interval
-
             intervals[name] = Interval(math.nan, math.nan, math.nan, level, "t", 0)
     return comparison, intervals
 
@@ -323,8 +317,6 @@ def _comparison_table(comparison: Comparison) -> str:
 
 
 def _as_runs(runs: Run | Mapping[str, Run] | Sequence[Run] | None) -> dict[str, Run]:
-    from rankbridge.types import Run
-
     if runs is None:
         return {}
     if isinstance(runs, Run):
@@ -364,12 +356,6 @@ def _payload(
     seed: int,
     max_param_length: int,
 ) -> _Payload:
-    from rankbridge import __version__
-    from rankbridge.analysis import Comparison
-    from rankbridge.evaluate import Evaluation
-    from rankbridge.fingerprint import qrels_fingerprint, query_set_fingerprint
-    from rankbridge.types import GoldenSet
-
     metrics: dict[str, float] = {}
     raw_params: dict[str, Any] = {}
     tag_values: dict[str, str] = {}
@@ -503,8 +489,6 @@ def _payload(
     built: Report | None = None
     if report is True:
         if comparison is not None:
-            from rankbridge.reports import build_report
-
             built = build_report(comparison, runs=runs or None, golden=golden)
     elif report is not False:
         built = report
@@ -640,9 +624,6 @@ def log_evaluation(
     RankbridgeError
         MLflow refused to log (the message carries MLflow's).
     """
-    from rankbridge.analysis import Comparison
-    from rankbridge.evaluate import Evaluation
-
     if not isinstance(result, (Evaluation, Comparison)):
         raise InputError(f"log_evaluation: expected an Evaluation or a Comparison, found {type(result).__name__}")
     mlflow = _import_mlflow()
