@@ -69,6 +69,7 @@ from typing import Any
 import numpy as np
 
 from rankbridge.errors import GoldenSetWarning, InputError, MissingExtraError, ParseError
+from rankbridge.io import load_qrels  # rankbridge.io loads this module lazily, so the package is complete here
 from rankbridge.io._open import (
     check_label,
     clip,
@@ -487,8 +488,6 @@ def coerce_qrels(qrels: Any, *, source: str = "qrels") -> Qrels:
     if isinstance(qrels, Qrels):
         return qrels
     if isinstance(qrels, (str, os.PathLike)):
-        from rankbridge.io import load_qrels
-
         return load_qrels(qrels)
     if isinstance(qrels, Mapping) and _module_of(qrels) != "datasets":
         data: dict[str, dict[str, int]] = {}
