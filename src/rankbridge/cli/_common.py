@@ -1,5 +1,5 @@
 """What the subcommands share, so every command reads alike: exit codes, one-line messages, the run and
-test options, reading judgments, and the LLM options of ``judge`` and ``generate``.
+paired-test options, reading judgments and run files, and the LLM options of ``judge`` and ``generate``.
 
 Exit codes (every command): 0 success; 1 a quality gate failed (``rankbridge gate``); 2 bad input or
 usage (the message says what and where); 3 incomplete (a budget was reached, or some queries or items
@@ -15,18 +15,20 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rankbridge.analysis import EXIT_FAILED
-from rankbridge.io import load_qrels, read_golden
+from rankbridge.io import load_qrels, load_run, read_golden
 from rankbridge.io._open import open_text
+from rankbridge.metrics.measures import Measure, parse_measures
 from rankbridge.store import EXIT_LOCKED
-from rankbridge.types import GoldenSet, Qrels
+from rankbridge.types import GoldenSet, Qrels, Run
 
 if TYPE_CHECKING:
     from rankbridge.judge.llm import CallPolicy
 
 __all__ = [
+    "DEFAULT_COMPARE_METRICS",
     "EXIT_BUG",
     "EXIT_FAILED",
     "EXIT_INCOMPLETE",
@@ -35,12 +37,15 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "JUDGMENTS_HELP",
+    "RunInputs",
     "add_llm_options",
     "add_run_arguments",
     "add_test_arguments",
     "call_policy",
     "error",
     "load_judgments",
+    "paired_test_options",
+    "read_run_inputs",
     "split_metric_args",
     "unique_run_names",
     "warn",
@@ -54,6 +59,9 @@ EXIT_INCOMPLETE = 3
 EXIT_BUG = 70
 # EXIT_LOCKED (75): the history file is locked by another process; defined beside RunStore.
 EXIT_INTERRUPTED = 130
+
+#: The metrics ``compare``, ``report`` and ``mlflow log`` show when no ``-m`` is given.
+DEFAULT_COMPARE_METRICS = ["ndcg@10", "mrr@10", "recall@10", "hit_rate@5"]
 
 
 def warn(message: str) -> None:
@@ -107,9 +115,10 @@ def load_judgments(path: str | os.PathLike[str]) -> tuple[Qrels, GoldenSet | Non
     return load_qrels(p), None
 
 
-def add_run_arguments(p: argparse.ArgumentParser, default_metrics: Sequence[str], *, baseline: bool = True) -> None:
-    """``qrels``, ``run...``, ``-m/--metric`` and (unless ``baseline=False``) ``--baseline``, as ``evaluate``,
-    ``compare`` and ``report`` read them."""
+def add_run_arguments(p: argparse.ArgumentParser, default_metrics: Sequence[str], *, paired: bool = True) -> None:
+    """``qrels``, ``run...`` and ``-m/--metric``, as :func:`read_run_inputs` reads them; unless ``paired=False``
+    (``evaluate``) also ``--baseline`` and the paired test options (:func:`add_test_arguments`), as ``compare``,
+    ``report`` and ``mlflow log`` compare the runs with the baseline."""
     p.add_argument("qrels", help=JUDGMENTS_HELP)
     p.add_argument("run", nargs="+", help="run files (TREC or .jsonl); named by their run tag, else file name")
     p.add_argument(
@@ -118,12 +127,17 @@ def add_run_arguments(p: argparse.ArgumentParser, default_metrics: Sequence[str]
         action="append",
         help=f"metric, repeatable or comma-separated (default: {','.join(default_metrics)})",
     )
-    if baseline:
+    if paired:
         p.add_argument("--baseline", help="name of the baseline run (default: the first)")
+        add_test_arguments(p)
+
+
+#: The options of :func:`add_test_arguments`, named as the keyword arguments of ``compare()`` and ``gate()``.
+_PAIRED_TEST_OPTIONS = ("test", "alpha", "level", "n_resamples", "seed")
 
 
 def add_test_arguments(p: argparse.ArgumentParser) -> None:
-    """The paired test and interval options ``compare`` and ``report`` share."""
+    """The paired test and interval options of ``compare``, ``report``, ``gate`` and ``mlflow log``."""
     p.add_argument(
         "--test",
         choices=["permutation", "t", "wilcoxon"],
@@ -134,6 +148,20 @@ def add_test_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default: 0.95)")
     p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap/permutation resamples (default: 10000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+
+
+def paired_test_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of :func:`add_test_arguments` as keyword arguments of :func:`rankbridge.analysis.compare`
+    and :func:`rankbridge.analysis.gate`: ``test``, ``alpha``, ``level``, ``n_resamples`` and ``seed``.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> add_test_arguments(p)
+    >>> paired_test_options(p.parse_args(["--test", "t", "--seed", "7"]))
+    {'test': 't', 'alpha': 0.05, 'level': 0.95, 'n_resamples': 10000, 'seed': 7}
+    """
+    return {name: getattr(args, name) for name in _PAIRED_TEST_OPTIONS}
 
 
 def split_metric_args(values: Sequence[str] | None, default: Sequence[str]) -> list[str]:
@@ -158,15 +186,47 @@ def unique_run_names(names: Sequence[str], paths: Sequence[str]) -> list[str]:
     --------
     >>> unique_run_names(["bm25", "bm25", ""], ["a/bm25.txt", "b/dense.txt", "c/x.txt"])
     ['bm25', 'dense', 'x']
+    >>> unique_run_names(["n", "n-3", ""], ["a.txt", "b.txt", "c/n.txt"])
+    ['n', 'n-3', 'n-4']
     """
     out: list[str] = []
     for i, name in enumerate(names):
         if not name or names.count(name) > 1:
             name = Path(paths[i]).stem
-        if name in out:
-            name = f"{name}-{i + 1}"
-        out.append(name)
+        unique, n = name, i + 1
+        while unique in out:  # a suffixed name can be taken too: two runs under one name would merge
+            unique, n = f"{name}-{n}", n + 1
+        out.append(unique)
     return out
+
+
+class RunInputs(NamedTuple):
+    """What the options of :func:`add_run_arguments` name, read: the measures, the judgments, the runs."""
+
+    measures: list[Measure]
+    qrels: Qrels
+    golden: GoldenSet | None
+    #: The run files in the order given, keyed by :func:`unique_run_names`.
+    runs: dict[str, Run]
+
+    @property
+    def judgments(self) -> Qrels | GoldenSet:
+        """The golden set when the judgments are one (its corpus ids also check the runs' doc ids), else the qrels."""
+        return self.golden if self.golden is not None else self.qrels
+
+
+def read_run_inputs(
+    args: argparse.Namespace, default_metrics: Sequence[str], *, duplicates: str = "error"
+) -> RunInputs:
+    """The ``-m`` measures (``default_metrics`` when none are given), then the judgments, then the run files.
+
+    In that order, so a misspelt metric is reported before any file is read.
+    """
+    measures = parse_measures(split_metric_args(args.metric, default_metrics))
+    qrels, golden = load_judgments(args.qrels)
+    loaded = [load_run(path, duplicates=duplicates) for path in args.run]
+    runs = dict(zip(unique_run_names([r.name for r in loaded], args.run), loaded, strict=True))
+    return RunInputs(measures, qrels, golden, runs)
 
 
 def add_llm_options(p: argparse.ArgumentParser) -> None:

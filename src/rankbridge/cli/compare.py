@@ -8,19 +8,9 @@ from typing import Any
 
 from rankbridge._numbers import fmt_ci, fmt_number, fmt_p
 from rankbridge.analysis import Comparison, compare
-from rankbridge.cli._common import (
-    add_run_arguments,
-    add_test_arguments,
-    load_judgments,
-    split_metric_args,
-    unique_run_names,
-)
-from rankbridge.io import load_run
-from rankbridge.metrics.measures import parse_measures
+from rankbridge.cli._common import DEFAULT_COMPARE_METRICS, add_run_arguments, paired_test_options, read_run_inputs
 
-__all__ = ["DEFAULT_COMPARE_METRICS", "add_cli"]
-
-DEFAULT_COMPARE_METRICS = ["ndcg@10", "mrr@10", "recall@10", "hit_rate@5"]
+__all__ = ["add_cli"]
 
 
 def _print_rich(cmp: Comparison) -> bool:
@@ -74,20 +64,9 @@ def _print_rich(cmp: Comparison) -> bool:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    metrics = parse_measures(split_metric_args(args.metric, DEFAULT_COMPARE_METRICS))
-    qrels, golden = load_judgments(args.qrels)
-    loaded = [load_run(p) for p in args.run]
-    named = dict(zip(unique_run_names([r.name for r in loaded], args.run), loaded, strict=True))
+    inputs = read_run_inputs(args, DEFAULT_COMPARE_METRICS)
     result = compare(
-        named,
-        golden if golden is not None else qrels,
-        metrics,
-        baseline=args.baseline,
-        test=args.test,
-        alpha=args.alpha,
-        level=args.level,
-        seed=args.seed,
-        n_resamples=args.n_resamples,
+        inputs.runs, inputs.judgments, inputs.measures, baseline=args.baseline, **paired_test_options(args)
     )
     if args.format == "json":
         print(json.dumps(result.to_dict(), indent=2))
@@ -101,10 +80,8 @@ def add_cli(subparsers: Any) -> None:
 
     Examples
     --------
-    >>> import argparse
-    >>> parser = argparse.ArgumentParser(prog="rankbridge")
-    >>> add_cli(parser.add_subparsers(dest="command"))
-    >>> args = parser.parse_args(["compare", "qrels.txt", "a.txt", "b.txt", "-m", "ndcg@10", "--test", "t"])
+    >>> from rankbridge.cli import build_parser
+    >>> args = build_parser().parse_args(["compare", "qrels.txt", "a.txt", "b.txt", "-m", "ndcg@10", "--test", "t"])
     >>> args.run, args.test, args.baseline
     (['a.txt', 'b.txt'], 't', None)
     """
@@ -119,6 +96,5 @@ def add_cli(subparsers: Any) -> None:
         "  rankbridge compare qrels.txt bm25.txt dense.txt --format json",
     )
     add_run_arguments(p, DEFAULT_COMPARE_METRICS)
-    add_test_arguments(p)
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=_cmd_compare)

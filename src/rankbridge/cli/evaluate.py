@@ -2,10 +2,8 @@
 
 Examples
 --------
->>> import argparse
->>> parser = argparse.ArgumentParser(prog="rankbridge")
->>> add_cli(parser.add_subparsers(dest="command"))
->>> args = parser.parse_args(["evaluate", "qrels.txt", "run.txt", "-m", "ndcg@10", "--format", "trec"])
+>>> from rankbridge.cli import build_parser
+>>> args = build_parser().parse_args(["evaluate", "qrels.txt", "run.txt", "-m", "ndcg@10", "--format", "trec"])
 >>> args.run, args.metric, args.format, args.missing
 (['run.txt'], ['ndcg@10'], 'trec', 'zero')
 """
@@ -19,11 +17,10 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from rankbridge.cli._common import add_run_arguments, load_judgments, split_metric_args, unique_run_names, warn
+from rankbridge.cli._common import add_run_arguments, read_run_inputs, warn
 from rankbridge.errors import MetricError
 from rankbridge.evaluate import Evaluation, IdMismatchWarning, evaluate
-from rankbridge.io import load_run
-from rankbridge.metrics.measures import Measure, parse_measure, parse_measures
+from rankbridge.metrics.measures import Measure, parse_measure
 
 __all__ = ["DEFAULT_METRICS", "add_cli"]
 
@@ -137,17 +134,17 @@ def _print_table(evs: Sequence[Evaluation], per_query: bool, title: str) -> None
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    metrics = parse_measures(split_metric_args(args.metric, DEFAULT_METRICS))
-    qrels, golden = load_judgments(args.qrels)
-    runs = [load_run(path, duplicates=args.duplicates) for path in args.run]
-    for run, name in zip(runs, unique_run_names([r.name for r in runs], args.run), strict=True):
+    inputs = read_run_inputs(args, DEFAULT_METRICS, duplicates=args.duplicates)
+    for name, run in inputs.runs.items():
         run.name = name  # two files with the same run tag stay apart in the output
     with warnings.catch_warnings():
         # an id mismatch is in each evaluation's notes: said once below, not as a Python warning too
         warnings.simplefilter("ignore", IdMismatchWarning)
-        judged = golden if golden is not None else qrels
         evs = [
-            evaluate(judged, run, metrics, missing=args.missing, single_precision=args.single_precision) for run in runs
+            evaluate(
+                inputs.judgments, run, inputs.measures, missing=args.missing, single_precision=args.single_precision
+            )
+            for run in inputs.runs.values()
         ]
     if args.format != "table":  # the table prints each evaluation's summary, notes included
         for note in (n for ev in evs for n in ev.notes):
@@ -161,7 +158,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         out = [_json_payload(ev, args.per_query) for ev in evs]
         print(json.dumps(out[0] if len(out) == 1 else out, indent=2))
     else:
-        _print_table(evs, args.per_query, title=f"rankbridge evaluate ({qrels.name})")
+        _print_table(evs, args.per_query, title=f"rankbridge evaluate ({inputs.qrels.name})")
     return 0
 
 
@@ -177,7 +174,7 @@ def add_cli(subparsers: Any) -> None:
         "  rankbridge evaluate qrels.txt bm25.txt dense.txt -m 'precision@5(rel=2)' --format json\n"
         "  rankbridge evaluate qrels.txt run.txt -m map --missing skip --format trec   # like trec_eval",
     )
-    add_run_arguments(ev, DEFAULT_METRICS, baseline=False)
+    add_run_arguments(ev, DEFAULT_METRICS, paired=False)
     ev.add_argument("--per-query", action="store_true", help="also print per-query values")
     ev.add_argument(
         "--missing",

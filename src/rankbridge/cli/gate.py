@@ -5,12 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rankbridge.analysis import EXIT_FAILED, EXIT_PASSED, gate
-from rankbridge.cli._common import JUDGMENTS_HELP, load_judgments
+from rankbridge.cli._common import (
+    JUDGMENTS_HELP,
+    add_test_arguments,
+    load_judgments,
+    paired_test_options,
+    split_metric_args,
+)
 from rankbridge.errors import InputError
 from rankbridge.evaluate import evaluate
 from rankbridge.io import load_run
@@ -20,12 +25,8 @@ from rankbridge.store import DEFAULT_STORE_PATH, RunStore
 __all__ = ["add_cli"]
 
 
-def _split(values: Sequence[str] | None) -> list[str]:
-    return [part for v in values or () for part in (p.strip() for p in v.split(",")) if part]
-
-
 def _cmd_gate(args: argparse.Namespace) -> int:
-    metrics = _split(args.metric)
+    metrics = split_metric_args(args.metric, ())
     if not metrics:
         raise InputError("gate: name the metric to gate on with -m, e.g. -m ndcg@10")
     canonical = [column_name(m) for m in metrics]
@@ -69,12 +70,8 @@ def _cmd_gate(args: argparse.Namespace) -> int:
                         qrels,
                         metric=metric,
                         max_drop=args.max_drop,
-                        alpha=args.alpha,
-                        test=args.test,
                         store=store,
-                        level=args.level,
-                        n_resamples=args.n_resamples,
-                        seed=args.seed,
+                        **paired_test_options(args),
                     )
                 )
         passed = all(r.passed for r in results)
@@ -114,10 +111,8 @@ def add_cli(subparsers: Any) -> None:
 
     Examples
     --------
-    >>> import argparse
-    >>> parser = argparse.ArgumentParser(prog="rankbridge")
-    >>> add_cli(parser.add_subparsers(dest="command"))
-    >>> args = parser.parse_args(["gate", "--baseline", "main", "--qrels", "q.txt", "run.txt", "-m", "ndcg@10"])
+    >>> from rankbridge.cli import build_parser
+    >>> args = build_parser().parse_args(["gate", "--baseline", "main", "--qrels", "q.txt", "run.txt", "-m", "ndcg@10"])
     >>> args.baseline, args.run, args.metric, args.max_drop, args.alpha
     ('main', 'run.txt', ['ndcg@10'], 0.0, 0.05)
     """
@@ -146,13 +141,7 @@ def add_cli(subparsers: Any) -> None:
         "-m", "--metric", action="append", help="metric to gate on, e.g. ndcg@10 (repeatable: every one must pass)"
     )
     p.add_argument("--max-drop", type=float, default=0.0, help="largest accepted drop of the mean (default: 0)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
-    p.add_argument(
-        "--test",
-        choices=["permutation", "t", "wilcoxon"],
-        default="permutation",
-        help="paired test (default: permutation)",
-    )
+    add_test_arguments(p)
     p.add_argument("--store", default=DEFAULT_STORE_PATH, help=f"history file (default: {DEFAULT_STORE_PATH})")
     p.add_argument("--save", metavar="NAME", help="when the gate passes, save the run to --store under NAME")
     p.add_argument("--name", help="the run's name (default: its run tag or file name)")
@@ -162,8 +151,5 @@ def add_cli(subparsers: Any) -> None:
         default="error",
         help="no record named BASELINE yet: error (exit 2, default) or pass (to bootstrap a new store)",
     )
-    p.add_argument("--level", type=float, default=0.95, help="confidence level of the interval (default: 0.95)")
-    p.add_argument("--n-resamples", type=int, default=10_000, help="permutation/bootstrap resamples (default: 10000)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=_cmd_gate)

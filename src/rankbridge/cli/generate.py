@@ -6,10 +6,8 @@ Exit codes: 0 done; 2 bad input or usage; 3 incomplete (the budget was reached o
 
 Examples
 --------
->>> import argparse
->>> parser = argparse.ArgumentParser(prog="rankbridge")
->>> add_cli(parser.add_subparsers(dest="command"))
->>> args = parser.parse_args(["generate", "--llm", "m:f", "--corpus", "c.jsonl", "-n", "5", "--out", "gen"])
+>>> from rankbridge.cli import build_parser
+>>> args = build_parser().parse_args(["generate", "--llm", "m:f", "--corpus", "c.jsonl", "-n", "5", "--out", "gen"])
 >>> args.n, args.style, args.seed
 (5, None, 0)
 """

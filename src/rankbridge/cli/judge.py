@@ -22,10 +22,8 @@ or some items failed) -- what was finished is written and cached, so running aga
 
 Examples
 --------
->>> import argparse
->>> parser = argparse.ArgumentParser(prog="rankbridge")
->>> add_cli(parser.add_subparsers(dest="command"))
->>> args = parser.parse_args(["judge", "--llm", "m:f", "--data", "beir", "--run", "a.txt", "--run", "b.txt"])
+>>> from rankbridge.cli import build_parser
+>>> args = build_parser().parse_args(["judge", "--llm", "m:f", "--data", "beir", "--run", "a.txt", "--run", "b.txt"])
 >>> args.run, args.k, args.concurrency
 (['a.txt', 'b.txt'], 10, 4)
 """

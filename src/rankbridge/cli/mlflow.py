@@ -11,52 +11,30 @@ import json
 from typing import Any
 
 from rankbridge.analysis import Comparison, compare
-from rankbridge.cli._common import (
-    JUDGMENTS_HELP,
-    add_test_arguments,
-    load_judgments,
-    split_metric_args,
-    unique_run_names,
-)
+from rankbridge.cli._common import DEFAULT_COMPARE_METRICS, add_run_arguments, paired_test_options, read_run_inputs
 from rankbridge.evaluate import Evaluation, evaluate
 from rankbridge.integrations.mlflow import DEFAULT_EXPERIMENT, log_evaluation
-from rankbridge.io import load_run
-from rankbridge.metrics.measures import parse_measures
 
-__all__ = ["DEFAULT_MLFLOW_METRICS", "add_cli"]
-
-DEFAULT_MLFLOW_METRICS = ["ndcg@10", "mrr@10", "recall@10", "hit_rate@5"]
+__all__ = ["add_cli"]
 
 
 def _cmd_log(args: argparse.Namespace) -> int:
-    metrics = parse_measures(split_metric_args(args.metric, DEFAULT_MLFLOW_METRICS))
-    qrels, golden = load_judgments(args.qrels)
-    loaded = [load_run(p) for p in args.run]
-    named = dict(zip(unique_run_names([r.name for r in loaded], args.run), loaded, strict=True))
-    judged: Any = golden if golden is not None else qrels
+    inputs = read_run_inputs(args, DEFAULT_COMPARE_METRICS)
     result: Evaluation | Comparison
-    if len(named) == 1:
-        name, run = next(iter(named.items()))
+    if len(inputs.runs) == 1:
+        name, run = next(iter(inputs.runs.items()))
         run.name = name
-        result = evaluate(judged, run, metrics)
+        result = evaluate(inputs.judgments, run, inputs.measures)
     else:
         result = compare(
-            named,
-            judged,
-            metrics,
-            baseline=args.baseline,
-            test=args.test,
-            alpha=args.alpha,
-            level=args.level,
-            seed=args.seed,
-            n_resamples=args.n_resamples,
+            inputs.runs, inputs.judgments, inputs.measures, baseline=args.baseline, **paired_test_options(args)
         )
     logged = log_evaluation(
         result,
         run=args.run_id,
-        golden=golden,
-        qrels=qrels,
-        runs=named,
+        golden=inputs.golden,
+        qrels=inputs.qrels,
+        runs=inputs.runs,
         report=not args.no_report,
         experiment=args.experiment,
         run_name=args.run_name,
@@ -83,9 +61,8 @@ def add_cli(subparsers: Any) -> None:
 
     Examples
     --------
-    >>> parser = argparse.ArgumentParser(prog="rankbridge")
-    >>> add_cli(parser.add_subparsers(dest="command"))
-    >>> args = parser.parse_args(["mlflow", "log", "qrels.txt", "a.txt", "-m", "ndcg@10", "--tracking-uri", "sqlite:///x.db"])
+    >>> from rankbridge.cli import build_parser
+    >>> args = build_parser().parse_args(["mlflow", "log", "qrels.txt", "a.txt", "-m", "ndcg@10", "--tracking-uri", "sqlite:///x.db"])
     >>> args.run, args.metric, args.tracking_uri, args.no_report
     (['a.txt'], ['ndcg@10'], 'sqlite:///x.db', False)
     """
@@ -102,16 +79,7 @@ def add_cli(subparsers: Any) -> None:
         "  rankbridge mlflow log qrels.txt bm25.txt -m ndcg@10 -m mrr@10\n"
         "  rankbridge mlflow log qrels.txt bm25.txt dense.txt --tracking-uri http://localhost:5000",
     )
-    lg.add_argument("qrels", help=JUDGMENTS_HELP)
-    lg.add_argument("run", nargs="+", help="run files (TREC or .jsonl); named by their run tag, else file name")
-    lg.add_argument(
-        "-m",
-        "--metric",
-        action="append",
-        help=f"metric, repeatable or comma-separated (default: {','.join(DEFAULT_MLFLOW_METRICS)})",
-    )
-    lg.add_argument("--baseline", help="name of the baseline run (default: the first)")
-    add_test_arguments(lg)
+    add_run_arguments(lg, DEFAULT_COMPARE_METRICS)
     lg.add_argument("--tracking-uri", help="MLflow tracking URI (default: configured, else sqlite:///./mlflow.db)")
     lg.add_argument("--experiment", default=DEFAULT_EXPERIMENT, help=f"experiment name (default: {DEFAULT_EXPERIMENT})")
     lg.add_argument("--run-name", help="name of the new MLflow run")

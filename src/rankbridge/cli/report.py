@@ -9,22 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from rankbridge.analysis import compare
-from rankbridge.cli._common import (
-    add_run_arguments,
-    add_test_arguments,
-    load_judgments,
-    split_metric_args,
-    unique_run_names,
-)
+from rankbridge.cli._common import DEFAULT_COMPARE_METRICS, add_run_arguments, paired_test_options, read_run_inputs
 from rankbridge.errors import InputError
-from rankbridge.io import load_run
-from rankbridge.metrics.measures import parse_measures
 from rankbridge.reports import build_report, trend_from_history
 from rankbridge.types import GoldenSet
 
-__all__ = ["DEFAULT_REPORT_METRICS", "add_cli"]
-
-DEFAULT_REPORT_METRICS = ["ndcg@10", "mrr@10", "recall@10", "hit_rate@5"]
+__all__ = ["add_cli"]
 _SUFFIX_FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".json": "json"}
 
 
@@ -43,25 +33,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     fmt = args.format
     if fmt is None:
         fmt = _SUFFIX_FORMATS.get(Path(args.output).suffix.lower(), "terminal") if args.output else "terminal"
-    metrics = [str(m) for m in parse_measures(split_metric_args(args.metric, DEFAULT_REPORT_METRICS))]
-    qrels, judged_golden = load_judgments(args.qrels)
-    golden = GoldenSet.from_beir(args.golden, split=args.split) if args.golden else judged_golden
-    loaded = [load_run(p) for p in args.run]
-    runs = dict(zip(unique_run_names([r.name for r in loaded], args.run), loaded, strict=True))
+    inputs = read_run_inputs(args, DEFAULT_COMPARE_METRICS)
+    metrics = [str(m) for m in inputs.measures]
+    qrels, runs = inputs.qrels, inputs.runs
+    golden = GoldenSet.from_beir(args.golden, split=args.split) if args.golden else inputs.golden
     if golden is not None:
         golden = GoldenSet(golden.queries, qrels, corpus=golden.corpus, name=golden.name)
-    cmp = compare(
-        runs,
-        qrels,
-        metrics,
-        baseline=args.baseline,
-        test=args.test,
-        alpha=args.alpha,
-        level=args.level,
-        seed=args.seed,
-        n_resamples=args.n_resamples,
-        golden=golden,
-    )
+    cmp = compare(runs, qrels, metrics, baseline=args.baseline, golden=golden, **paired_test_options(args))
     trend: dict[Any, Any] = {}
     extra: list[str] = []
     if args.history:
@@ -99,10 +77,8 @@ def add_cli(subparsers: Any) -> None:
 
     Examples
     --------
-    >>> import argparse
-    >>> parser = argparse.ArgumentParser(prog="rankbridge")
-    >>> add_cli(parser.add_subparsers(dest="command"))
-    >>> args = parser.parse_args(["report", "qrels.txt", "a.txt", "b.txt", "-m", "ndcg@10", "-o", "r.html"])
+    >>> from rankbridge.cli import build_parser
+    >>> args = build_parser().parse_args(["report", "qrels.txt", "a.txt", "b.txt", "-m", "ndcg@10", "-o", "r.html"])
     >>> args.run, args.metric, args.output, args.format
     (['a.txt', 'b.txt'], ['ndcg@10'], 'r.html', None)
     """
@@ -118,7 +94,7 @@ def add_cli(subparsers: Any) -> None:
         "  rankbridge report qrels.txt run.txt --golden my_beir_set/ --format md -o report.md\n"
         "  rankbridge report qrels.txt run.txt --history rankbridge-history.sqlite --format json",
     )
-    add_run_arguments(p, DEFAULT_REPORT_METRICS)
+    add_run_arguments(p, DEFAULT_COMPARE_METRICS)
     p.add_argument(
         "--golden",
         metavar="BEIR_DIR",
@@ -138,5 +114,4 @@ def add_cli(subparsers: Any) -> None:
         "-k", type=int, default=10, help="a hit is a relevant chunk in the top k (failure lists; default 10)"
     )
     p.add_argument("--history", metavar="STORE", help="run history file (rankbridge history) for trends over runs")
-    add_test_arguments(p)
     p.set_defaults(func=_cmd_report)

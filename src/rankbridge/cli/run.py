@@ -28,19 +28,10 @@ from typing import Any
 from rankbridge.cli._common import EXIT_INCOMPLETE, EXIT_INTERRUPTED
 from rankbridge.cli._loader import SPEC_HELP, load_object
 from rankbridge.errors import RetrievalError
-from rankbridge.io.jsonl import write_run_jsonl
+from rankbridge.io import write_run
 from rankbridge.io.queries import load_queries
-from rankbridge.io.trec import write_run
-from rankbridge.types import Run
 
 __all__ = ["add_cli"]
-
-
-def _write(run: Run, output: Path) -> None:
-    if output.suffix.lower() == ".jsonl":
-        write_run_jsonl(run, output)
-    else:
-        write_run(run, output)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -87,7 +78,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
-    _write(run, output)
+    write_run(run, output)  # by suffix: .jsonl keeps texts, latencies and errors; any other name is TREC
     with contextlib.suppress(OSError):
         checkpoint.unlink()
     print(f"wrote {output} ({len(run.query_ids())} queries, k={run.config['k']})")
@@ -120,10 +111,8 @@ def add_cli(subparsers: Any) -> None:
 
     Examples
     --------
-    >>> import argparse
-    >>> parser = argparse.ArgumentParser(prog="rankbridge")
-    >>> add_cli(parser.add_subparsers(dest="command"))
-    >>> args = parser.parse_args(["run", "app:retriever", "--queries", "q.jsonl", "-k", "5", "-o", "run.jsonl"])
+    >>> from rankbridge.cli import build_parser
+    >>> args = build_parser().parse_args(["run", "app:retriever", "--queries", "q.jsonl", "-k", "5", "-o", "run.jsonl"])
     >>> args.retriever, args.k, args.output, args.concurrency
     ('app:retriever', 5, 'run.jsonl', 8)
     """
