@@ -56,7 +56,7 @@ def _random_files(tmp_path: Path, seed: int) -> tuple[Path, Path]:
 def test_bulk_equals_line_by_line_and_pytrec_eval(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     run_path, qrels_path = _random_files(tmp_path, seed)
     fast = trec.read_run(run_path)
-    assert fast.columns is not None, "the common file should take the bulk path"
+    assert trec._bulk_run(run_path, None, "error") is not None, "the common file should take the bulk path"
     slow = _slow_run(run_path, monkeypatch)
     assert fast.to_scores() == slow.to_scores()  # type: ignore[attr-defined]  # exact floats
     assert fast.name == slow.name == "tag1"  # type: ignore[attr-defined]

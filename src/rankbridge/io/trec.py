@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterator, Mapping
 from itertools import pairwise, repeat
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import Any, Literal, TextIO
 
 import numpy as np
 
@@ -210,6 +210,23 @@ def _scores(texts: list[str]) -> np.ndarray | None:
     return values if bool(np.isfinite(values).all()) else None
 
 
+def _grouped(qids: list[str], docs: list[str], values: list[Any]) -> dict[str, dict[str, Any]] | None:
+    """``{qid: {doc: value}}`` from parallel columns, one dict per run of lines of the same query (files list
+    a query's lines together; one that comes back is merged); None if a (query, doc) pair is repeated."""
+    change = np.flatnonzero(np.fromiter(map(operator.ne, qids[1:], qids[:-1]), dtype=bool, count=len(qids) - 1))
+    bounds = [0, *(change + 1).tolist(), len(qids)]
+    out: dict[str, dict[str, Any]] = {}
+    for lo, hi in pairwise(bounds):
+        docs_of = out.get(qids[lo])
+        if docs_of is None:
+            out[qids[lo]] = dict(zip(docs[lo:hi], values[lo:hi], strict=True))
+        else:
+            docs_of.update(zip(docs[lo:hi], values[lo:hi], strict=True))
+    if sum(map(len, out.values())) != len(qids):
+        return None  # a pair given twice: the line-by-line reader tells whether that is allowed
+    return out
+
+
 def _bulk_qrels(path: str | os.PathLike[str], name: str | None) -> Qrels | None:
     """:func:`read_qrels` in bulk; None when the file needs the line-by-line reader (or has a repeated pair)."""
     got = _bulk_columns(path, 4, (0, 2, 3))
@@ -219,24 +236,16 @@ def _bulk_qrels(path: str | os.PathLike[str], name: str | None) -> Qrels | None:
     labels: dict[str, int | None] = {text: parse_label(text) for text in set(label_texts)}
     if None in labels.values():
         return None
-    values = list(map(labels.__getitem__, label_texts))
-    # one dict per run of lines of the same query (files list a query's judgments together)
-    change = np.flatnonzero(np.fromiter(map(operator.ne, qids[1:], qids[:-1]), dtype=bool, count=len(qids) - 1))
-    bounds = [0, *(change + 1).tolist(), len(qids)]
-    out: dict[str, dict[str, int]] = {}
-    for lo, hi in pairwise(bounds):
-        docs_of = out.get(qids[lo])
-        if docs_of is None:
-            out[qids[lo]] = dict(zip(docs[lo:hi], values[lo:hi], strict=True))  # type: ignore[arg-type]
-        else:
-            docs_of.update(zip(docs[lo:hi], values[lo:hi], strict=True))  # type: ignore[arg-type]
-    if sum(map(len, out.values())) != len(qids):
-        return None  # a pair given twice: harmless or an error, the line-by-line reader tells which
-    return Qrels._trusted(out, name=name or Path(path).name)
+    out = _grouped(qids, docs, list(map(labels.__getitem__, label_texts)))
+    return None if out is None else Qrels._trusted(out, name=name or Path(path).name)
 
 
 def _bulk_run(path: str | os.PathLike[str], name: str | None, duplicates: str) -> Run | None:
-    """:func:`read_run` in bulk, as a columnar Run; None when the file needs the line-by-line reader."""
+    """:func:`read_run` in bulk; None when the file needs the line-by-line reader (or repeats a pair).
+
+    The run is built as ``{qid: {doc: score}}`` dicts (one C-level ``dict(zip(...))`` per query), which
+    the metrics' dict path reads: measured faster end to end than a columnar Run (``bench_files.py``).
+    """
     got = _bulk_columns(path, 6, (0, 2, 4, 5))
     if got is None:
         return None
@@ -244,16 +253,10 @@ def _bulk_run(path: str | os.PathLike[str], name: str | None, duplicates: str) -
     scores = _scores(score_texts)
     if scores is None:
         return None
-    run = Run.from_columns(
-        qids,
-        docs,
-        scores,  # type: ignore[arg-type]  # an ndarray is read as it is
-        name=name or tags[0] or Path(path).name,
-        duplicates="first",
-    )
-    if run.duplicates and duplicates == "error":
-        return None  # the line-by-line reader names both lines
-    return run
+    out = _grouped(qids, docs, scores.tolist())
+    if out is None:
+        return None  # repeats: the line-by-line reader keeps the first (duplicates="first") or names both lines
+    return Run.from_scores(out, name=name or tags[0] or Path(path).name, copy=False)
 
 
 def read_run(
