@@ -312,3 +312,14 @@ def test_a_budget_error_raised_inside_a_call_is_not_retried() -> None:
         block = run()
         (failure,) = block.failures().values()
         assert failure == Failure("budget", "budget reached: max_calls=1", attempts=1)
+
+
+def test_a_short_timeout_is_seen_on_time_by_the_watchdog() -> None:
+    def call(x: int) -> int:
+        time.sleep(0.6)
+        return x
+
+    t0 = time.perf_counter()
+    block = run_block([Task("a", 1)], call, Policy(timeout=0.05, retries=0))
+    assert block.failures()["a"] == Failure("timeout", "no result within 0.05 s")
+    assert time.perf_counter() - t0 < 0.45  # the watchdog's wait is not a fixed 0.5 s

@@ -743,7 +743,9 @@ class _SyncEngine:
                                 self._abandon(slot, slot.task, timeout)
                             else:
                                 nxt = min(nxt, slot.deadline)
-                    self.cond.wait(min(max(nxt - now, 0.001), 0.5))
+                    # a call that starts while this waits ends its timeout at most `timeout` from now: wake
+                    # by then (workers do not notify when they start a call)
+                    self.cond.wait(min(max(nxt - now, 0.001), 0.5, timeout if timeout is not None else 0.5))
         finally:
             with self.control.lock:
                 self.control.closed = True
