@@ -58,7 +58,12 @@ qrels' query ids, which `Evaluation.query_ids` promises, and reading every score
 pytrec_eval's few µs per query at depth 10, that leaves rankbridge {lo:.1f}-{hi:.1f}x pytrec_eval's speed in
 the table above (every form and size), not 10x; the bound is the per-query cost of touching Python objects,
 which only compiled code over the dicts would remove (not done: numpy only, no build step). At depth 1,000
-the per-hit work dominates instead: see the `bench_metrics.py` section for that shape."""
+the per-hit work dominates instead: see the `bench_metrics.py` section for that shape.
+
+On the BEIR shape the ranked-list forms (ids, pairs, a Run of Hits) scan each list once per judged doc
+(`operator.countOf` / `indexOf`: cheapest when a query has one or two judgments, as in MS MARCO); with 40
+judgments per query over 100 hits that is the slowest case here. A lookup per hit, as the columnar path
+does, would suit that shape better (not done in this round)."""
 
 
 def available_gb() -> float:
