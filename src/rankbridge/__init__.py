@@ -42,9 +42,9 @@ from rankbridge.types import GoldenSet, Hit, Qrels, Query, Run
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; loaded lazily at run time
     from rankbridge import integrations
-    from rankbridge.adapters import adapt
     from rankbridge.apps import arun_app, is_app, run_app
-    from rankbridge.callbacks import capture
+    from rankbridge.capture import capture
+    from rankbridge.frameworks import adapt
     from rankbridge.judge import Judge, generate_queries, judge_runs
     from rankbridge.retriever import Retriever, StaticRetriever
     from rankbridge.runner import RunSummary, arun_retriever, run_retriever, summarize
@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; loaded lazil
 # (compare and gate are imported above instead: they share their names with the deprecated modules
 # rankbridge.compare and rankbridge.gate; see _Package below.)
 _LAZY = {
-    "adapt": "rankbridge.adapters",
+    "adapt": "rankbridge.frameworks",
     "arun_app": "rankbridge.apps",
     "is_app": "rankbridge.apps",
     "run_app": "rankbridge.apps",
@@ -65,7 +65,7 @@ _LAZY = {
     "run_retriever": "rankbridge.runner",
     "summarize": "rankbridge.runner",
     "RunStore": "rankbridge.store",
-    "capture": "rankbridge.callbacks",
+    "capture": "rankbridge.capture",
     "Judge": "rankbridge.judge",
     "generate_queries": "rankbridge.judge",
     "judge_runs": "rankbridge.judge",
@@ -83,13 +83,15 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'rankbridge' has no attribute {name!r}")
 
 
-_FUNCTIONS_NAMED_LIKE_MODULES = frozenset({"compare", "gate"})
+# (``rankbridge.capture`` is the live-capture module and the function ``capture()`` it defines)
+_FUNCTIONS_NAMED_LIKE_MODULES = frozenset({"capture", "compare", "gate"})
 
 
 class _Package(ModuleType):
     """The package's module type: importing a submodule binds it on its package (``rankbridge.gate = <module>``)
-    once it is loaded; the deprecated modules ``rankbridge.compare`` and ``rankbridge.gate`` must not replace
-    the functions of the same names."""
+    once it is loaded; the deprecated modules ``rankbridge.compare`` and ``rankbridge.gate``, and the capture
+    module ``rankbridge.capture``, must not replace the functions of the same names (``capture`` is then
+    served by ``__getattr__``: ``from rankbridge.capture import ...`` reads the module)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _FUNCTIONS_NAMED_LIKE_MODULES and isinstance(value, ModuleType):
