@@ -52,7 +52,7 @@ from rankbridge.evaluate import (
     _subset_run,
     merge_evaluations,
 )
-from rankbridge.judge.grading import JudgeReport, Judgments, _run_list, judge_runs, pool
+from rankbridge.judge.grading import JudgeReport, JudgmentCache, Judgments, _run_list, judge_runs, pool
 from rankbridge.judge.llm import CallPolicy, Usage
 from rankbridge.runner import _as_queries, _hit_json, _load_checkpoint, _refuse_suspicious, run_retriever
 from rankbridge.types import GoldenSet, Qrels, Run
@@ -442,6 +442,10 @@ class RayExecutor:
         ledger = _Ledger.options(num_cpus=0).remote(policy.max_calls, policy.max_tokens, policy.max_errors)  # type: ignore[attr-defined]
         budget = RayBudget(ledger, policy.max_calls, policy.max_tokens, policy.max_errors)
         cache_arg = os.fspath(cache) if cache is not None else None
+        if cache_arg is not None:
+            # created (schema written) here, once: two tasks creating the file at the same moment would
+            # see each other's half-made schema
+            JudgmentCache(cache_arg).close()
         base = {"k": k, "cache": cache_arg, "policy": policy, "budget": budget, **options}
         shared = ray.put(llm)  # sent once: every task reads the same object
         texts = queries.texts() if isinstance(queries, GoldenSet) else queries
