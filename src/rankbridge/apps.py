@@ -60,10 +60,13 @@ every question.
 Failures
 --------
 A question whose app call raised is an error of the run (``"error: ..."``), one that took longer than
-``timeout`` too (``"timeout: ..."``; a sync call cannot be stopped and is abandoned), and so is one the app
-answered *without retrieving* (``"invalid result: the app answered without retrieving ..."``; its answer is
-kept). A failed retrieval inside a call that still answered is an error too. Errors score 0 in
-:func:`~rankbridge.evaluate`. The capture is detached when the function returns or raises.
+``timeout`` too (``"timeout: ..."``; a sync call cannot be stopped and is abandoned, and once
+``max(16, 2 * concurrency)`` abandoned calls still hang, the remaining questions fail as not run), and so is
+one the app answered *without retrieving* (``"invalid result: the app answered without retrieving ..."``; its
+answer is kept). A failed retrieval inside a call that still answered is an error too. Questions are asked
+through :mod:`rankbridge.batch` and not retried (an answer costs the app's LLM calls);
+``run.config["failures"]`` counts the failures by kind. Errors score 0 in :func:`~rankbridge.evaluate`.
+The capture is detached when the function returns or raises.
 
 Only retrievals made through LlamaIndex or LangChain are seen (their callback systems carry the question
 id); an app that retrieves otherwise has nothing to capture.
@@ -87,16 +90,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import threading
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from rankbridge import frameworks
-from rankbridge.errors import InputError, RankbridgeError
+# runner imports this module too (run_retriever hands an app to run_app): both import the other as a module,
+# so either may be loaded first
+from rankbridge import batch, frameworks, runner
+from rankbridge.capture import _resolve_items, capture, query_id
+from rankbridge.errors import IdMismatchError, InputError, RankbridgeError
 from rankbridge.retriever import normalize_hits
 from rankbridge.types import GoldenSet, Hit, Query, Run
 
@@ -272,103 +278,105 @@ def _answer_text(out: Any, answer_key: str | None = None, depth: int = 0) -> str
     return None
 
 
-# -- the engine (one for sync and async callers) ------------------------------------------------------
-@dataclass
-class _Outcome:
-    output: Any = None
-    error: str | None = None
-    latency: float | None = None
-
-
+# -- the engine: rankbridge.batch, one task per question ---------------------------------------------
 @dataclass
 class _State:
-    outcomes: dict[str, _Outcome] = field(default_factory=dict)
-    failed: int = 0
+    """The batch's sink: each question's :class:`~rankbridge.batch.Outcome`, as the engine reports it.
 
-
-def _in_thread(fn: Callable[[str], Any], qid: str, text: str) -> asyncio.Future[Any]:
-    """Run ``fn(text)`` under ``query_id(qid)`` on a new daemon thread; a future of its result.
-
-    A thread per call (bounded by the caller's semaphore) rather than a pool: a call abandoned at its timeout
-    keeps its thread, and the next question gets a fresh one. The id is set inside the thread (a context
-    variable does not follow a thread started by hand).
+    Called by :mod:`rankbridge.batch` with ``control.lock`` held.
     """
-    from rankbridge.capture import query_id
 
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
+    timeout: float | None = None
+    bar: Any = None
+    outcomes: dict[str, batch.Outcome] = field(default_factory=dict)
+    failed: int = 0
+    control: batch.Control = field(default_factory=batch.Control)
 
-    def settle(value: Any, exc: BaseException | None) -> None:
-        if future.done():  # timed out meanwhile
-            return
-        if exc is not None:
-            future.set_exception(exc)
-        else:
-            future.set_result(value)
+    def __call__(self, outcome: batch.Outcome) -> None:
+        failure = outcome.failure
+        if failure is not None:
+            # a call that ran past its timeout reads in the app's words; an item never started because every
+            # worker is stuck in a hung call (latency 0) keeps the engine's "not run: ..." detail
+            if failure.kind == batch.TIMEOUT and outcome.latency > 0:
+                detail = f"the app did not answer within {self.timeout} s"
+                outcome = replace(outcome, failure=replace(failure, detail=detail))
+            self.failed += 1
+        self.outcomes[outcome.key] = outcome
+        if self.bar is not None:
+            self.bar.advance(self.failed)
 
-    def work() -> None:
-        value: Any = None
-        exc: BaseException | None = None
-        try:
-            with query_id(qid):
-                value = fn(text)
-                if inspect.isawaitable(value):  # a sync-looking callable that returned a coroutine
-                    value = asyncio.run(_awaited(value))
-        except Exception as e:
-            exc = e
-        except BaseException as e:  # SystemExit and the like: report, do not hang the run
-            exc = RuntimeError(f"{type(e).__name__}: {e}")
-        with contextlib.suppress(RuntimeError):  # the loop is closed: an abandoned call finished late
-            loop.call_soon_threadsafe(settle, value, exc)
 
-    threading.Thread(target=work, name=f"rankbridge-app-{qid}", daemon=True).start()
-    return future
+def _ask_sync(fn: Callable[[str], Any]) -> Callable[[tuple[str, str]], Any]:
+    """``fn(text)`` under ``query_id(qid)``, for a worker thread of :func:`rankbridge.batch.run_sync`.
+
+    The id is set inside the worker thread (a context variable does not follow a thread started by hand).
+    """
+
+    def ask(payload: tuple[str, str]) -> Any:
+        qid, text = payload
+        with query_id(qid):
+            value = fn(text)
+            if inspect.isawaitable(value):  # a sync-looking callable that returned a coroutine
+                value = asyncio.run(_awaited(value))
+        return value
+
+    return ask
+
+
+def _ask_async(fn: Callable[[str], Awaitable[Any]]) -> Callable[[tuple[str, str]], Awaitable[Any]]:
+    """``await fn(text)`` under ``query_id(qid)``: the tasks the app starts copy the context, id included."""
+
+    async def ask(payload: tuple[str, str]) -> Any:
+        qid, text = payload
+        with query_id(qid):
+            return await fn(text)
+
+    return ask
 
 
 async def _awaited(value: Awaitable[Any]) -> Any:
     return await value
 
 
-async def _drive(
-    call: _Call,
-    questions: list[tuple[str, str]],
-    *,
-    prefer_async: bool,
-    concurrency: int,
-    timeout: float | None,
-    state: _State,
-    bar: Any,
-) -> None:
-    from rankbridge.capture import query_id
+def _tasks(plan: _Plan) -> list[batch.Task]:
+    return [batch.Task(qid, (qid, text)) for qid, text in plan.questions]
 
-    semaphore = asyncio.Semaphore(concurrency)
-    use_async = call.asynchronous is not None and (prefer_async or call.sync is None)
 
-    async def one(qid: str, text: str) -> None:
-        async with semaphore:
-            start = time.perf_counter()
-            outcome = _Outcome()
-            try:
-                if use_async:
-                    with query_id(qid):  # the tasks the app starts copy the context, id included
-                        awaitable = call.asynchronous(text)  # type: ignore[misc]
-                        outcome.output = await asyncio.wait_for(awaitable, timeout)
-                else:
-                    outcome.output = await asyncio.wait_for(_in_thread(call.sync, qid, text), timeout)  # type: ignore[arg-type]
-            except asyncio.TimeoutError as exc:
-                if timeout is not None and time.perf_counter() - start >= timeout:
-                    outcome.error = f"timeout: the app did not answer within {timeout} s"
-                else:  # the app's own TimeoutError
-                    outcome.error = f"error: {type(exc).__name__}: {exc}"
-            except Exception as exc:
-                outcome.error = f"error: {type(exc).__name__}: {exc}"
-            outcome.latency = time.perf_counter() - start
-            state.outcomes[qid] = outcome
-            if outcome.error is not None:
-                state.failed += 1
-            bar.advance(state.failed)
+def _ask_all(plan: _Plan) -> bool:
+    """Ask every question from sync code (the app's sync method where it has one); True when Ctrl-C stopped it."""
+    call, state = plan.call, plan.state
+    if call.sync is not None:
+        try:
+            batch.run_sync(
+                _tasks(plan), _ask_sync(call.sync), state, plan.policy, control=state.control, callee="the app"
+            )
+        except KeyboardInterrupt:
+            return True
+        return False
+    assert call.asynchronous is not None
+    acall = _ask_async(call.asynchronous)
+    return _run_coroutine(
+        lambda: batch.run_async(_tasks(plan), acall, state, plan.policy, control=state.control, callee="the app")
+    )
 
-    await asyncio.gather(*(one(qid, text) for qid, text in questions))
+
+async def _aask_all(plan: _Plan) -> None:
+    """Ask every question on the running loop (the app's async method where it has one, else worker threads)."""
+    call, state = plan.call, plan.state
+    if call.asynchronous is not None:
+        acall = _ask_async(call.asynchronous)
+        await batch.run_async(_tasks(plan), acall, state, plan.policy, control=state.control, callee="the app")
+        return
+    assert call.sync is not None
+    work = functools.partial(
+        batch.run_sync, _tasks(plan), _ask_sync(call.sync), state, plan.policy, control=state.control, callee="the app"
+    )
+    try:
+        await asyncio.get_running_loop().run_in_executor(None, work)
+    except asyncio.CancelledError:
+        with state.control.lock:  # the engine's thread stops taking questions; calls in flight are ignored
+            state.control.closed = True
+        raise
 
 
 def _run_coroutine(factory: Callable[[], Awaitable[None]]) -> bool:
@@ -437,13 +445,6 @@ def _combine(lists: Sequence[Sequence[Hit]], how: str) -> list[Hit]:
     return out
 
 
-def _kind_of(message: str) -> str:
-    for kind in ("timeout", "error", "invalid result"):
-        if message.startswith(kind + ":"):
-            return kind
-    return "error"
-
-
 @dataclass
 class _Plan:
     app: Any
@@ -455,9 +456,10 @@ class _Plan:
     name: str
     answer_key: str | None
     cap: Capture
+    policy: batch.Policy
+    state: _State
     k: int | None = None
     attached: tuple[str, ...] = ()
-    state: _State = field(default_factory=_State)
 
 
 def _prepare(
@@ -476,9 +478,6 @@ def _prepare(
     frameworks: str | Sequence[str],
     k: int | None,
 ) -> _Plan:
-    from rankbridge.capture import capture
-    from rankbridge.runner import _as_queries
-
     if retrieval not in RETRIEVAL_CHOICES:
         raise InputError(
             f"retrieval must be one of {', '.join(map(repr, RETRIEVAL_CHOICES))}. Got {retrieval!r} instead."
@@ -490,7 +489,7 @@ def _prepare(
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         raise InputError(f"k must be an int >= 1 or None. Got {k!r} instead.")
     call = _resolve(app, _kind(app) or "", input_key)
-    questions = _as_queries(queries)
+    questions = runner._as_queries(queries)
     if call.sequential is not None:
         concurrency = 1
     cap = capture(
@@ -503,7 +502,11 @@ def _prepare(
         max_records=max(10_000, 100 * len(questions)),
         name=name or type(app).__name__,
     )
-    return _Plan(app, call, questions, retrieval, concurrency, timeout, cap.name, answer_key, cap, k)
+    # not retried: an answer costs the app's LLM calls, which may have side effects
+    policy = batch.Policy(concurrency=concurrency, timeout=timeout, retries=0)
+    return _Plan(
+        app, call, questions, retrieval, concurrency, timeout, cap.name, answer_key, cap, policy, _State(timeout), k
+    )
 
 
 def _id_resolution(
@@ -519,15 +522,9 @@ def _id_resolution(
         return None, {}
     rec = cap.recorder
     if report.status == "resolved" and report.chosen is not None and rec.id_from is None and rec.doc_map is None:
-        import functools
-
-        from rankbridge.capture import _resolve_items
-
         resolve = functools.partial(_resolve_items, id_from=report.chosen, doc_map=None, keep_text=rec.keep_text)
         resolution = {"from": report.current, "to": report.chosen, "shares": dict(report.shares), "auto": True}
         return resolve, {"id_from": report.chosen, "id_resolution": {**resolution, "message": report.message()}}
-    from rankbridge.errors import IdMismatchError
-
     hint = f" Pass id_from={report.chosen!r}." if report.status == "resolved" else ""
     raise IdMismatchError(
         f"run_app: the doc ids the app retrieved do not match the golden set: {report.message()}{hint}",
@@ -564,6 +561,7 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
     run.stages["retrieved"] = retrieved
     counts: dict[str, int] = {}
     problems: dict[str, list[str]] = {}
+    kinds: Counter[str] = Counter()
     if not plan.attached:
         hint = " (no capture was attached: rankbridge sees retrievals made through LlamaIndex or LangChain only)"
     elif unbound:
@@ -574,9 +572,10 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
     else:
         hint = ""
 
-    def fail(qid: str, message: str, latency: float | None) -> None:
-        run.add_error(qid, message, latency=latency)
-        retrieved.add_error(qid, message, latency=latency)
+    def fail(qid: str, failure: batch.Failure, latency: float | None) -> None:
+        kinds[failure.kind] += 1
+        run.add_error(qid, failure.message, latency=latency)
+        retrieved.add_error(qid, failure.message, latency=latency)
 
     for qid, _ in plan.questions:
         outcome = state.outcomes.get(qid)
@@ -584,47 +583,45 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
             continue
         records = sorted(by_qid.get(qid, ()), key=lambda r: r.started)
         counts[qid] = len(records)
-        if outcome.error is not None:
-            fail(qid, outcome.error, outcome.latency)
+        if outcome.failure is not None:
+            fail(qid, outcome.failure, outcome.latency)
             continue
-        if not records and plan.call.method == "call" and isinstance(outcome.output, list):
+        output = outcome.value
+        if not records and plan.call.method == "call" and isinstance(output, list):
             # f(query) that returns its results instead of an answer: a retriever, scored on what it returned
             try:
                 hits, notes = normalize_hits(
-                    outcome.output, k=plan.k or 1 << 62, id_from=cap.recorder.id_from,
+                    output, k=plan.k or 1 << 62, id_from=cap.recorder.id_from,
                     doc_map=cap.recorder.doc_map, keep_text=cap.recorder.keep_text,
                 )  # fmt: skip
             except RankbridgeError as exc:
-                fail(qid, f"invalid result: {exc}", outcome.latency)
+                fail(qid, batch.Failure(batch.INVALID, str(exc)), outcome.latency)
                 continue
             run.add(qid, hits, latency=outcome.latency)
             if notes:
                 problems.setdefault(qid, []).extend(notes)
             continue
-        answer = _answer_text(outcome.output, plan.answer_key)
+        answer = _answer_text(output, plan.answer_key)
         if answer is None:
             problems.setdefault(qid, []).append(
-                f"no answer text could be read from the app's {type(outcome.output).__name__} output"
+                f"no answer text could be read from the app's {type(output).__name__} output"
             )
         else:
             run.answers[qid] = answer
         if not records:
-            fail(
-                qid,
-                "invalid result: the app answered without retrieving (no retrieval was captured while it answered)"
-                + hint,
-                outcome.latency,
-            )
+            detail = "the app answered without retrieving (no retrieval was captured while it answered)" + hint
+            fail(qid, batch.Failure(batch.INVALID, detail), outcome.latency)
             continue
         chosen = records[:1] if plan.retrieval == "first" else records[-1:] if plan.retrieval == "last" else records
         broken = next((r for r in chosen if r.error is not None), None)
         if broken is not None:
-            fail(qid, f"error: retrieval failed: {broken.error}", outcome.latency)
+            fail(qid, batch.Failure(batch.ERROR, f"retrieval failed: {broken.error}"), outcome.latency)
             continue
         finals = [hits_of(r, "final") for r in chosen]
         unusable = next((error for _, error in finals if error is not None), None)
         if unusable is not None:
-            fail(qid, f"invalid result: captured results have no usable doc id: {unusable}", outcome.latency)
+            detail = f"captured results have no usable doc id: {unusable}"
+            fail(qid, batch.Failure(batch.INVALID, detail), outcome.latency)
             continue
         run.add(qid, _combine([h for h, _ in finals], plan.retrieval)[: plan.k], latency=outcome.latency)
         retrieved.add(
@@ -651,7 +648,7 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
             "sequential": plan.call.sequential,
             "timeout": plan.timeout,
             "k": plan.k,
-            "failures": dict(Counter(_kind_of(m) for m in run.errors.values())),
+            "failures": dict(kinds),
             "problems": problems,
             "matched_by_text": by_text,
             "unbound_retrievals": unbound,
@@ -669,9 +666,7 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
 
 
 def _bar(plan: _Plan, progress: bool) -> Any:
-    from rankbridge.runner import _Bar
-
-    return _Bar(progress and bool(plan.questions), len(plan.questions), 0, plan.name)
+    return runner._Bar(progress and bool(plan.questions), len(plan.questions), 0, plan.name)
 
 
 # -- public entry points ------------------------------------------------------------------------------
@@ -757,18 +752,11 @@ def run_app(
         app, queries, retrieval=retrieval, concurrency=concurrency, timeout=timeout, name=name, id_from=id_from,
         doc_map=doc_map, keep_text=keep_text, input_key=input_key, answer_key=answer_key, frameworks=frameworks, k=k,
     )  # fmt: skip
-    bar = _bar(plan, progress)
+    bar = plan.state.bar = _bar(plan, progress)
     try:
         with plan.cap:
             plan.attached = plan.cap.attached
-
-            def factory() -> Awaitable[None]:
-                return _drive(
-                    plan.call, plan.questions, prefer_async=False, concurrency=plan.concurrency,
-                    timeout=plan.timeout, state=plan.state, bar=bar,
-                )  # fmt: skip
-
-            interrupted = _run_coroutine(factory)
+            interrupted = _ask_all(plan)
     finally:
         bar.close()
     return _build(plan, interrupted)
@@ -810,14 +798,11 @@ async def arun_app(
         app, queries, retrieval=retrieval, concurrency=concurrency, timeout=timeout, name=name, id_from=id_from,
         doc_map=doc_map, keep_text=keep_text, input_key=input_key, answer_key=answer_key, frameworks=frameworks, k=k,
     )  # fmt: skip
-    bar = _bar(plan, progress)
+    bar = plan.state.bar = _bar(plan, progress)
     try:
         with plan.cap:
             plan.attached = plan.cap.attached
-            await _drive(
-                plan.call, plan.questions, prefer_async=True, concurrency=plan.concurrency, timeout=plan.timeout,
-                state=plan.state, bar=bar,
-            )  # fmt: skip
+            await _aask_all(plan)
     finally:
         bar.close()
     return _build(plan, False)

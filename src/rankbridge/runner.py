@@ -62,8 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from rankbridge import batch
-from rankbridge.apps import Retrieval, arun_app, is_app, run_app
+from rankbridge import apps, batch
 from rankbridge.batch import BlockResult, Failure, Outcome, Policy, Task
 from rankbridge.errors import (
     CheckpointError,
@@ -751,7 +750,7 @@ def run_retriever(
     keep_text: bool = True,
     keep_going: bool = False,
     check_ids: bool = True,
-    retrieval: Retrieval | None = None,
+    retrieval: apps.Retrieval | None = None,
     executor: Any = None,
 ) -> Run:
     """Retrieve the top ``k`` for every query and return them as a :class:`~rankbridge.Run`.
@@ -849,9 +848,9 @@ def run_retriever(
             id_from=id_from, doc_map=doc_map, keep_text=keep_text, keep_going=keep_going, check_ids=check_ids,
             retrieval=retrieval,
         )  # fmt: skip
-    if is_app(retriever):
+    if apps.is_app(retriever):
         _check_app_options(checkpoint, mode, retries)
-        run = run_app(
+        run = apps.run_app(
             retriever, queries, concurrency=concurrency, timeout=timeout, name=name, id_from=id_from,
             doc_map=doc_map, keep_text=keep_text, progress=progress, k=k, retrieval=retrieval or "final",
         )  # fmt: skip
@@ -910,7 +909,7 @@ async def arun_retriever(
     keep_text: bool = True,
     keep_going: bool = False,
     check_ids: bool = True,
-    retrieval: Retrieval | None = None,
+    retrieval: apps.Retrieval | None = None,
 ) -> Run:
     """Async :func:`run_retriever`, on the caller's event loop (same parameters and result).
 
@@ -929,9 +928,9 @@ async def arun_retriever(
     >>> run.ranking("q1")
     ['d1', 'd2']
     """
-    if is_app(retriever):
+    if apps.is_app(retriever):
         _check_app_options(checkpoint, mode, retries)
-        run = await arun_app(
+        run = await apps.arun_app(
             retriever, queries, concurrency=concurrency, timeout=timeout, name=name, id_from=id_from,
             doc_map=doc_map, keep_text=keep_text, progress=progress, k=k, retrieval=retrieval or "final",
         )  # fmt: skip
