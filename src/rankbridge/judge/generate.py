@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from rankbridge import batch
 from rankbridge.errors import GenerationError, InputError
 from rankbridge.judge.grading import _doc_text, _json_objects, _repair_builder
 from rankbridge.judge.llm import (
@@ -227,27 +228,43 @@ async def agenerate_golden_set(
     repair = _repair_builder(_QUERY_SHAPE)
     report = GenerateReport(requested=n)
     results: dict[int, str] = {}
-    todo = iter(list(enumerate(plan)))
 
     def build(doc: str, style: str) -> str:
         return prompt.render({"document": texts[doc]}, style=style, style_text=known[style])
 
-    async def worker() -> None:
-        for i, (doc, style) in todo:
-            async with session.slot():
-                try:
-                    text, _ = await session.ask(functools.partial(build, doc, style), parse_query, repair)
-                except BudgetExhausted:
-                    report.not_generated.append(doc)
-                    continue
-                except LLMError as exc:
-                    report.failed[doc] = str(exc)
-                    session.note_failure()
-                    continue
-            results[i] = text
+    control = batch.Control()
+    escaped: list[BaseException] = []  # not the LLM's failure (a bug, Ctrl-C): raised once the batch stops
 
+    async def ask(item: tuple[str, str]) -> str:
+        doc, style = item
+        try:
+            text, _ = await session.ask(functools.partial(build, doc, style), parse_query, repair)
+        except (BudgetExhausted, LLMError, asyncio.CancelledError):
+            raise
+        except BaseException as exc:
+            with control.lock:
+                control.closed = True
+            escaped.append(exc)
+            raise
+        return text
+
+    def record(outcome: batch.Outcome) -> None:  # with control.lock held
+        i = int(outcome.key)
+        failure = outcome.failure
+        if failure is None:
+            results[i] = outcome.value
+        elif failure.kind == batch.BUDGET:
+            report.not_generated.append(plan[i][0])
+        else:
+            report.failed[plan[i][0]] = failure.detail
+            session.note_failure()
+
+    # the session makes each call (timeout, pacing, retries, budget); the engine runs the documents
+    tasks = [batch.Task(str(i), item) for i, item in enumerate(plan)]
     try:
-        await asyncio.gather(*(worker() for _ in range(min(pol.concurrency, n))))
+        await batch.run_async(tasks, ask, record, batch.Policy(concurrency=pol.concurrency, retries=0), control=control)
+        if escaped:
+            raise escaped[0]
     finally:
         session.close()
     width = len(str(n))
