@@ -45,3 +45,20 @@ def test_the_old_gate_path_still_gates() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_the_package_module_pickles_by_name() -> None:
+    """The package's own module type (it keeps rb.compare/rb.gate/rb.capture the functions) still pickles as a
+    plain module does, by name: a user's function referring to `rankbridge` travels to Ray or Spark workers."""
+    import pickle
+
+    import rankbridge
+
+    assert pickle.loads(pickle.dumps(rankbridge)) is rankbridge
+    cloudpickle = pytest.importorskip("ray.cloudpickle", reason="ray's cloudpickle is in the dev extra")
+
+    def uses_the_package(doc: str) -> object:
+        return rankbridge.Hit(doc, 1.0)
+
+    restored = cloudpickle.loads(cloudpickle.dumps(uses_the_package))
+    assert restored("d1") == rankbridge.Hit("d1", 1.0)

@@ -98,6 +98,11 @@ class _Package(ModuleType):
             return
         super().__setattr__(name, value)
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # pickled by name, as plain modules are: cloudpickle (Ray, Spark, multiprocessing) would otherwise
+        # try to copy the package itself whenever a user's function refers to `rankbridge`
+        return importlib.import_module, (self.__name__,)
+
 
 sys.modules[__name__].__class__ = _Package
 

@@ -24,8 +24,6 @@ Ray is imported when this module is; ``import rankbridge`` never imports it. Con
 
 from __future__ import annotations
 
-import copyreg
-import importlib
 import json
 import math
 import os
@@ -34,12 +32,10 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-import rankbridge
 from rankbridge.batch import Budget
 from rankbridge.errors import BudgetExceededError, IdMismatchError, InputError, MissingExtraError, RetrievalError
 from rankbridge.evaluate import (
@@ -65,16 +61,6 @@ except ImportError as exc:  # pragma: no cover - the extra is installed in the d
 
 __all__ = ["RayBudget", "RayExecutor", "check_picklable"]
 
-
-def _module_by_name(module: ModuleType) -> tuple[Any, tuple[str]]:
-    return importlib.import_module, (module.__name__,)
-
-
-# The package's module is of its own ModuleType subclass (lazy attributes), which cloudpickle does not
-# send by name as it does plain modules: a user's retriever that refers to `rankbridge` (rb.Hit) would
-# fail to pickle. Registered once, for every pickler in this process.
-if type(rankbridge) is not ModuleType:
-    copyreg.pickle(type(rankbridge), _module_by_name)
 
 #: run rows' columns read from a Ray Dataset
 _ROW_COLUMNS = ("query_id", "doc_id", "score", "rank")
