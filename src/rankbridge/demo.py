@@ -48,7 +48,7 @@ import numpy as np
 
 from rankbridge.errors import InputError, MissingExtraError
 from rankbridge.io.beir import read_beir
-from rankbridge.types import GoldenSet, Run
+from rankbridge.types import GoldenSet, Qrels, Run
 
 __all__ = [
     "DEMO_METRICS",
@@ -375,6 +375,7 @@ def run_demo(
     embed_model:
         A LlamaIndex embedding to use instead of WordLlama (tests pass the trigram double).
     """
+    # lazy: `rankbridge --help` imports this module; what only a demo run needs loads when it runs
     from rankbridge.analysis import compare, failures, slices
     from rankbridge.evaluate import evaluate
     from rankbridge.fusion import reciprocal_rank_fusion
@@ -387,8 +388,6 @@ def run_demo(
     if max_queries is not None:
         keep = golden.queries[:max_queries]
         kept = {q.id for q in keep}
-        from rankbridge.types import Qrels
-
         golden = GoldenSet(
             keep, Qrels({q: d for q, d in golden.qrels.items() if q in kept}), corpus=golden.corpus, name=golden.name
         )
@@ -437,7 +436,7 @@ def run_demo(
     ragas: dict[str, Any] = {}
     t = time.perf_counter()
     try:
-        from rankbridge.integrations.ragas import evaluate_ragas, join
+        from rankbridge.integrations.ragas import evaluate_ragas, join  # lazy: the ragas extra
 
         log("scoring RAGAS' ID-based context precision and recall (no LLM needed)...")
         for name, run in runs.items():
@@ -492,7 +491,7 @@ def _write_report(result: DemoResult, outdir: Path) -> Path | None:
     The report recommends a strategy (best DCG@10), pairs ``x`` with ``x+rerank``, and draws the trend of
     the runs saved in the history store (this demo's and the earlier ones).
     """
-    from rankbridge.reports import build_report
+    from rankbridge.reports import build_report  # lazy: jinja2 and matplotlib only for the report
 
     result.report = build_report(
         result.comparison,

@@ -141,6 +141,7 @@ def candidate_ids(obj: Any) -> dict[str, str]:
     >>> candidate_ids({"id": "c1", "metadata": {"source": "a.pdf", "page": 3, "tags": ["x"]}})
     {'id': 'c1', 'metadata:source': 'a.pdf', 'metadata:page': '3'}
     """
+    # lazy: retriever.py loads asyncio; evaluate() reaches this module and `import rankbridge` stays without it
     from rankbridge.retriever import _metadata, _own_id, _unwrap
 
     item, _ = _unwrap(obj)
@@ -314,6 +315,7 @@ def check_results(
     >>> r.status, r.chosen
     ('resolved', 'metadata:source')
     """
+    # lazy: retriever.py loads asyncio; evaluate() reaches this module and `import rankbridge` stays without it
     from rankbridge.retriever import _resolve, _spec_name, _unwrap, id_sources
 
     specs = id_sources(id_from)
@@ -425,6 +427,7 @@ def remap_ids(run: Run, id_from: str | Callable[[Hit], Any]) -> Run:
     >>> fixed.ranking("q1"), fixed.duplicates
     (['A', 'B'], {'q1': 1})
     """
+    # lazy: retriever.py loads asyncio; evaluate() reaches this module and `import rankbridge` stays without it
     from rankbridge.retriever import _resolve
 
     spec: tuple[Any, ...] = (id_from,)

@@ -65,6 +65,7 @@ def assert_retrieval_quality(*args: Any, **kwargs: Any) -> Evaluation:
     >>> assert_retrieval_quality({"q1": ["a"], "q2": ["b"]}, qrels, metric="mrr", min_value=0.5).mean
     {'mrr': 1.0}
     """
+    # lazy: pytest loads this plugin in every session of a project that installs rankbridge
     from rankbridge.analysis import assert_retrieval_quality as check
 
     return check(*args, **kwargs)
@@ -112,7 +113,7 @@ class RankbridgeGate:
 
     def _open(self, create: bool) -> RunStore | None:
         if self._store is None:
-            from rankbridge.store import RunStore
+            from rankbridge.store import RunStore  # lazy: sqlite3 only when a baseline is used
 
             if not create and self.store_path != ":memory:" and not os.path.exists(self.store_path):
                 return None
@@ -145,6 +146,7 @@ class RankbridgeGate:
         than ``max_drop`` and the drop is significant, when the mean is below ``min_value``, or when the
         named baseline does not exist yet (run pytest with ``--rankbridge-update-baseline`` to create it).
         """
+        # lazy: the plugin's import stays pytest and the standard library (see the module docstring)
         from rankbridge.analysis.quality_gate import _qrels_of, assert_retrieval_quality, gate
         from rankbridge.evaluate import evaluate
         from rankbridge.metrics.measures import parse_measure

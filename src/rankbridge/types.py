@@ -304,13 +304,13 @@ class Qrels(Mapping[str, Mapping[str, int]]):
     @classmethod
     def from_ranx(cls, qrels: Any, *, name: str | None = None) -> Qrels:
         """Qrels from a ``ranx.Qrels`` (or its ``to_dict()``) (:func:`rankbridge.io.qrels_from_ranx`)."""
-        from rankbridge.io.ranx import qrels_from_ranx
+        from rankbridge.io.ranx import qrels_from_ranx  # lazy: reader hook (io is above types)
 
         return qrels_from_ranx(qrels, name=name)
 
     def to_ranx(self) -> Any:
         """A ``ranx.Qrels`` of these judgments (queries without judgments are left out: ranx has no place)."""
-        from rankbridge.io.ranx import to_ranx
+        from rankbridge.io.ranx import to_ranx  # lazy: reader hook (io is above types)
 
         return to_ranx(self)
 
@@ -1099,13 +1099,13 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
     @classmethod
     def from_ranx(cls, run: Any, *, name: str | None = None) -> Run:
         """A scored run from a ``ranx.Run`` (or its ``to_dict()``) (:func:`rankbridge.io.run_from_ranx`)."""
-        from rankbridge.io.ranx import run_from_ranx
+        from rankbridge.io.ranx import run_from_ranx  # lazy: reader hook (io is above types)
 
         return run_from_ranx(run, name=name)
 
     def to_ranx(self) -> Any:
         """A ``ranx.Run`` of this run (failed queries are left out: ranx has no place for them)."""
-        from rankbridge.io.ranx import to_ranx
+        from rankbridge.io.ranx import to_ranx  # lazy: reader hook (io is above types)
 
         return to_ranx(self)
 
@@ -1351,7 +1351,7 @@ class GoldenSet:
 
         Only queries that have judgments in the split are kept, as BEIR evaluates them.
         """
-        from rankbridge.io.beir_gz import read_golden_beir
+        from rankbridge.io.beir_gz import read_golden_beir  # lazy: reader hook (io is above types)
 
         return read_golden_beir(path, split=split, load_corpus=load_corpus)
 
@@ -1364,56 +1364,56 @@ class GoldenSet:
         ``.json``, a RAGAS testset (with ``corpus=``), a pandas DataFrame, an HF ``Dataset``, an
         ``ir_datasets`` dataset... (:func:`rankbridge.io.read_golden`, which documents ``options``).
         """
-        from rankbridge.io.golden import read_golden
+        from rankbridge.io.golden import read_golden  # lazy: reader hook (io is above types)
 
         return read_golden(source, **options)
 
     @classmethod
     def from_jsonl(cls, path: str | os.PathLike[str], **options: Any) -> GoldenSet:
         """A golden ``.jsonl`` (:func:`rankbridge.io.read_golden_jsonl`: column names guessed or given)."""
-        from rankbridge.io.tables import read_golden_jsonl
+        from rankbridge.io.tables import read_golden_jsonl  # lazy: reader hook (io is above types)
 
         return read_golden_jsonl(path, **options)
 
     @classmethod
     def from_csv(cls, path: str | os.PathLike[str], **options: Any) -> GoldenSet:
         """A golden ``.csv`` / ``.tsv`` (:func:`rankbridge.io.read_golden_csv`)."""
-        from rankbridge.io.tables import read_golden_csv
+        from rankbridge.io.tables import read_golden_csv  # lazy: reader hook (io is above types)
 
         return read_golden_csv(path, **options)
 
     @classmethod
     def from_parquet(cls, path: str | os.PathLike[str], **options: Any) -> GoldenSet:
         """A golden ``.parquet`` (:func:`rankbridge.io.read_golden_parquet`; needs pyarrow)."""
-        from rankbridge.io.tables import read_golden_parquet
+        from rankbridge.io.tables import read_golden_parquet  # lazy: reader hook (io is above types)
 
         return read_golden_parquet(path, **options)
 
     @classmethod
     def from_rows(cls, rows: Iterable[Mapping[str, Any]], **options: Any) -> GoldenSet:
         """Rows as dicts, one question each (:func:`rankbridge.io.golden_from_rows`)."""
-        from rankbridge.io.tables import golden_from_rows
+        from rankbridge.io.tables import golden_from_rows  # lazy: reader hook (io is above types)
 
         return golden_from_rows(rows, **options)
 
     @classmethod
     def from_pandas(cls, df: Any, **options: Any) -> GoldenSet:
         """A pandas DataFrame, one question per row (:func:`rankbridge.io.golden_from_pandas`)."""
-        from rankbridge.io.tables import golden_from_pandas
+        from rankbridge.io.tables import golden_from_pandas  # lazy: reader hook (io is above types)
 
         return golden_from_pandas(df, **options)
 
     @classmethod
     def from_hf(cls, dataset: Any, **options: Any) -> GoldenSet:
         """An HF ``datasets.Dataset`` (or the BEIR-on-the-hub tables) (:func:`rankbridge.io.golden_from_hf`)."""
-        from rankbridge.io.tables import golden_from_hf
+        from rankbridge.io.tables import golden_from_hf  # lazy: reader hook (io is above types)
 
         return golden_from_hf(dataset, **options)
 
     @classmethod
     def from_ir_datasets(cls, dataset: Any, **options: Any) -> GoldenSet:
         """An ``ir_datasets`` dataset: its queries, qrels and docs (:func:`rankbridge.io.golden_from_ir_datasets`)."""
-        from rankbridge.io.ir_datasets import golden_from_ir_datasets
+        from rankbridge.io.ir_datasets import golden_from_ir_datasets  # lazy: reader hook (io is above types)
 
         return golden_from_ir_datasets(dataset, **options)
 
@@ -1423,6 +1423,7 @@ class GoldenSet:
 
         Read without importing LlamaIndex (:func:`rankbridge.io.read_golden_llamaindex`).
         """
+        # lazy: reader hook (io is above types)
         from rankbridge.io.llamaindex_json import golden_from_llamaindex, read_golden_llamaindex
 
         if isinstance(source, (str, os.PathLike)):
@@ -1436,6 +1437,6 @@ class GoldenSet:
         Exactly, then by normalised text, then fuzzily; unmatched contexts are reported, never dropped
         (:func:`rankbridge.io.golden_from_ragas`).
         """
-        from rankbridge.io.ragas_testset import golden_from_ragas
+        from rankbridge.io.ragas_testset import golden_from_ragas  # lazy: reader hook (io is above types)
 
         return golden_from_ragas(testset, corpus, **options)

@@ -85,6 +85,7 @@ from rankbridge.batch import Failure
 from rankbridge.errors import BudgetExceededError, InputError, MissingExtraError
 from rankbridge.evaluate import Evaluation
 from rankbridge.integrations.answers import Answer, responses_of
+from rankbridge.io._atomic import atomic_path, atomic_write
 from rankbridge.types import GoldenSet, Run
 
 if TYPE_CHECKING:
@@ -611,8 +612,6 @@ def write_dataset(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str
     suffix = out.suffix.lower()
     if suffix not in (".jsonl", ".parquet"):
         raise InputError(f"output file: expected a .jsonl or .parquet name, got {str(out)!r}")
-    from rankbridge.io._atomic import atomic_path, atomic_write
-
     # a temporary file beside the target, renamed over it at the end: a failure (a full disk, a value
     # JSON cannot hold, an interrupt) leaves the old file as it was and no temporary file behind
     if suffix == ".jsonl":
