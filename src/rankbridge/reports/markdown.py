@@ -117,6 +117,21 @@ def _query_rows(items: Sequence[QueryItem], with_value: bool) -> list[list[str]]
     return rows
 
 
+def _query_list(run: str, title: str, items: Sequence[QueryItem], count: int) -> list[str]:
+    """One run's list of questions under an italic title, saying when it shows only the first ones."""
+    more = f" (first {len(items)} of {count})" if count > len(items) else ""
+    return [
+        f"*{escape(run)}: {title}{more}*",
+        "",
+        *_table(
+            ["question", "first relevant", "expected", "retrieved", "top chunk"],
+            _query_rows(items, False),
+            "lrlll",
+        ),
+        "",
+    ]
+
+
 def _rerank(report: Report) -> list[str]:
     rr = report.rerank
     assert rr is not None
@@ -413,14 +428,7 @@ def render(report: Report) -> str:
         out.append("")
         for f in report.failed_top1:
             if f.items:
-                more = f" (first {len(f.items)} of {f.count})" if f.count > len(f.items) else ""
-                out += [f"*{escape(f.run)}: top result judged 0{more}*", ""]
-                out += _table(
-                    ["question", "first relevant", "expected", "retrieved", "top chunk"],
-                    _query_rows(f.items, False),
-                    "lrlll",
-                )
-                out.append("")
+                out += _query_list(f.run, "top result judged 0", f.items, f.count)
 
     if report.failures:
         out += [f"## Failures (hit = a relevant chunk in the top {report.failures_k})", ""]
@@ -428,16 +436,8 @@ def render(report: Report) -> str:
             counts = ", ".join(f"{fl.label}: {fl.count}" for fl in rf.lists)
             out += [f"**{escape(rf.run)}** ({rf.num_queries} questions): {counts}", ""]
             for fl in rf.lists:
-                if not fl.items:
-                    continue
-                more = f" (first {len(fl.items)} of {fl.count})" if fl.count > len(fl.items) else ""
-                out += [f"*{escape(rf.run)}: {fl.title}{more}*", ""]
-                out += _table(
-                    ["question", "first relevant", "expected", "retrieved", "top chunk"],
-                    _query_rows(fl.items, False),
-                    "lrlll",
-                )
-                out.append("")
+                if fl.items:
+                    out += _query_list(rf.run, fl.title, fl.items, fl.count)
         if len(report.runs) > 1:
             out += [f"Questions no run solves: {len(report.unsolved)}", ""]
             if report.unsolved:
