@@ -56,6 +56,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rankbridge.analysis.relevance import top_labels
 from rankbridge.batch import Budget
 from rankbridge.errors import (
     InputError,
@@ -76,6 +77,7 @@ from rankbridge.judge.llm import (
     run_sync,
 )
 from rankbridge.judge.prompts import RELEVANCE_V1, REPAIR_V1, Prompt
+from rankbridge.metrics.ranking import build_table
 from rankbridge.types import GoldenSet, Qrels, Query, Run
 
 __all__ = [
@@ -1024,7 +1026,8 @@ def relevance_summary(qrels: Qrels | Mapping[str, Mapping[str, int]], run: Run, 
     """The relevance distribution, mean relevance and failed queries of ``run``'s top ``k``.
 
     Only queries that the qrels know count; an unlabelled top-k hit counts under ``None``. A query
-    fails when its first hit has label 0 (or it has no hit at all).
+    fails when its first hit has label 0 (or it has no hit at all). The counts are the relevance profile
+    of :mod:`rankbridge.analysis.relevance` (the report's relevance section reads the same one).
 
     Examples
     --------
@@ -1036,26 +1039,9 @@ def relevance_summary(qrels: Qrels | Mapping[str, Mapping[str, int]], run: Run, 
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InputError(f"k must be an int >= 1. Got {k!r} instead.")
     q = qrels if isinstance(qrels, Qrels) else Qrels(qrels)
-    counts: dict[int | None, int] = {}
-    labelled: list[int] = []
-    failed: list[str] = []
-    n = 0
-    for qid in q:
-        ranking = run.ranking(qid)[:k] if qid in run else []
-        n += 1
-        labels = q[qid]
-        if not ranking or labels.get(ranking[0]) == 0:
-            failed.append(qid)
-        for doc in ranking:
-            label = labels.get(doc)
-            counts[label] = counts.get(label, 0) + 1
-            if label is not None:
-                labelled.append(label)
-    dist: dict[int | None, int] = {lab: counts[lab] for lab in sorted(v for v in counts if v is not None)}
-    if None in counts:
-        dist[None] = counts[None]
-    mean = float(np.mean(labelled)) if labelled else math.nan
-    return RelevanceSummary(k, dist, mean, tuple(failed), n)
+    qids = list(q)
+    top = top_labels(build_table(q, {qid: run.ranking(qid) for qid in qids if qid in run}, qids), k)
+    return RelevanceSummary(k, top.distribution, top.judged_mean, top.failed, len(qids))
 
 
 # ---------------------------------------------------------------------------------------------------
