@@ -48,14 +48,15 @@ import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
+from rankbridge import batch
 from rankbridge.analysis.relevance import top_labels
 from rankbridge.batch import Budget
 from rankbridge.errors import (
@@ -244,6 +245,45 @@ def _repair_builder(shape: str) -> Any:
         return REPAIR_V1.render({"reply": reply, "problem": problem, "expected": shape})
 
     return build
+
+
+_Item = TypeVar("_Item")
+
+
+async def _run_items(
+    items: Sequence[_Item],
+    ask: Callable[[_Item], Awaitable[Any]],
+    record: Callable[[int, batch.Outcome], None],
+    concurrency: int,
+) -> None:
+    """``await ask(item)`` for every item on the batch engine, ``concurrency`` at once (the judge's and the
+    generator's per-item loop).
+
+    The session inside ``ask`` makes each call (timeout, pacing, retries, budget), so the engine only runs
+    the items. ``record(index, outcome)`` gets each finished item, with the engine's lock held: an
+    :class:`LLMError` arrives as an ``"error"`` failure, a budget stop as ``"budget"``. Any other exception
+    (a bug, Ctrl-C) is not an item's failure: it stops the batch and is raised here once the calls in
+    flight have finished.
+    """
+    control = batch.Control()
+    escaped: list[BaseException] = []
+
+    async def call(i: int) -> Any:
+        try:
+            return await ask(items[i])
+        except (BudgetExhausted, LLMError, asyncio.CancelledError):
+            raise
+        except BaseException as exc:
+            with control.lock:
+                control.closed = True
+            escaped.append(exc)
+            raise
+
+    tasks = [batch.Task(str(i), i) for i in range(len(items))]
+    policy = batch.Policy(concurrency=concurrency, retries=0)
+    await batch.run_async(tasks, call, lambda outcome: record(int(outcome.key), outcome), policy, control=control)
+    if escaped:
+        raise escaped[0]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1293,38 +1333,38 @@ class Judge:
 
         session = Session(self.llm, self.policy, budget=self._budget)
         repair = _repair_builder(_GRADE_SHAPE)
-        keys = iter(list(groups))
+        keys = list(groups)
 
-        async def worker() -> None:
-            for key in keys:
-                query, text = payloads[key]
-                async with session.slot():
-                    try:
-                        grade, raw = await session.ask(
-                            functools.partial(self._render, query, text),
-                            functools.partial(parse_grade, quoted=(query, text, self._shown(text))),
-                            repair,
-                        )
-                    except BudgetExhausted:
-                        report.not_judged.extend(groups[key])
-                        continue
-                    except LLMError as exc:
-                        for pair in groups[key]:
-                            report.failed[pair] = str(exc)
-                        session.note_failure()
-                        continue
-                try:
-                    self.cache.put(query, key[1], model, pkey, grade, raw=raw)
-                except JudgeCacheError as exc:  # keep this grade; start no new call that could not be kept
-                    session.stop(str(exc))
+        async def grade_one(key: tuple[str, str]) -> tuple[Grade, str]:
+            query, text = payloads[key]
+            return await session.ask(
+                functools.partial(self._render, query, text),
+                functools.partial(parse_grade, quoted=(query, text, self._shown(text))),
+                repair,
+            )
+
+        def record(i: int, outcome: batch.Outcome) -> None:
+            key = keys[i]
+            failure = outcome.failure
+            if failure is not None:
+                if failure.kind == batch.BUDGET:
+                    report.not_judged.extend(groups[key])
+                    return
                 for pair in groups[key]:
-                    labels[pair] = Judgment(
-                        pair[0], pair[1], grade.grade, grade.reason, model, pid, flags=flags_of[key[1]]
-                    )
-                    report.new += 1
+                    report.failed[pair] = failure.detail
+                session.note_failure()
+                return
+            grade, raw = outcome.value
+            try:
+                self.cache.put(key[0], key[1], model, pkey, grade, raw=raw)
+            except JudgeCacheError as exc:  # keep this grade; start no new call that could not be kept
+                session.stop(str(exc))
+            for pair in groups[key]:
+                labels[pair] = Judgment(pair[0], pair[1], grade.grade, grade.reason, model, pid, flags=flags_of[key[1]])
+                report.new += 1
 
         try:
-            await asyncio.gather(*(worker() for _ in range(min(self.policy.concurrency, max(1, len(groups))))))
+            await _run_items(keys, grade_one, record, self.policy.concurrency)
         finally:
             session.close()
         report.judged = len(labels)
