@@ -365,7 +365,7 @@ def run_demo(
     Parameters
     ----------
     beir:
-        A BEIR folder to use instead of the shipped golden set (e.g. ``../shared/data/scifact``).
+        A BEIR folder to use instead of the shipped golden set (e.g. an unpacked BEIR download such as ``scifact/``).
     out:
         Output folder: ``report.html``, ``runs/<strategy>.jsonl``, ``history.sqlite``. The history store
         is kept between runs (each demo adds one record per strategy: the report's trend); the report and

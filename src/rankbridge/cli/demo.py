@@ -34,7 +34,7 @@ def add_cli(subparsers: Any) -> None:
         "demo",
         help="run the offline demo: four strategies, both frameworks, statistics, RAGAS ids, HTML report",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples:\n  rankbridge demo\n  rankbridge demo --beir ../shared/data/scifact --out scifact-demo",
+        epilog="examples:\n  rankbridge demo\n  rankbridge demo --beir path/to/scifact --out scifact-demo",
     )
     de.add_argument(
         "--golden",
