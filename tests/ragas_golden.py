@@ -7,7 +7,9 @@ Shared by the tests of RAGAS columns in the analysis layer (test_ragas_compare.p
 from __future__ import annotations
 
 import ragas_fakes as fakes
+import rankbridge as rb
 from rankbridge import GoldenSet, Hit, Qrels, Query, Run
+from rankbridge.integrations import ragas as rr
 
 ANIMALS = ["otter", "heron", "badger", "falcon", "walrus", "puffin", "lynx", "condor", "beaver", "pelican"]
 ANIMALS += ["marten", "osprey"]
@@ -62,3 +64,24 @@ def responses(run: Run, cheese: set[int]) -> dict[str, str]:
 
 def fail_on(animals: tuple[str, ...]) -> fakes.Script:
     return fakes.Script(fail_if=lambda prompt: "NLIStatementOutput" in prompt and any(a in prompt for a in animals))
+
+
+def joined_runs(golden: GoldenSet, runs: tuple[Run, ...]) -> dict[str, rr.RagasEvaluation]:
+    """Each run's nDCG@10 and MRR@10 joined with its RAGAS faithfulness and context recall, scored through
+    RAGAS' real code path by the scripted judges (failing on ``FAILS``; bm25's answers carry ``CHEESE``)."""
+    cheese = {"bm25": {0, 2, 3, 5, 6, 7, 8, 10, 11}, "dense": set()}
+    out = {}
+    for run in runs:
+        ranking = rb.evaluate(golden, run, ["ndcg@10", "mrr@10"])
+        scores = rr.evaluate_ragas(
+            run,
+            golden,
+            llm=fakes.make_chat_model(fail_on(FAILS[run.name])),
+            metrics=["faithfulness", "context_recall"],
+            responses=responses(run, cheese[run.name]),
+            query_ids=ranking.query_ids,
+            max_retries=0,
+            max_wait=0,
+        )
+        out[run.name] = rr.join(ranking, scores)
+    return out

@@ -32,7 +32,7 @@ pytest.importorskip("ragas", reason="needs the ragas extra: pip install 'rankbri
 pytest.importorskip("langchain_core", reason="the scripted chat model is a LangChain BaseChatModel")
 
 import ragas_fakes as fakes
-from ragas_golden import FAILS, NOT_SCORED, N, build, fail_on, responses
+from ragas_golden import NOT_SCORED, N, build, joined_runs
 from rankbridge.integrations import ragas as rr
 
 # -- a golden set of 12 questions, two strategies, scored by RAGAS through its real code path -----------
@@ -43,22 +43,7 @@ METRICS = ["ndcg@10", "mrr@10", "ragas.faithfulness", "ragas.context_recall"]
 def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, rr.RagasEvaluation]:
     fakes.isolate_ragas_user_dir(tmp_path_factory.mktemp("ragas_home"))
     golden, bm25, dense = build()
-    cheese = {"bm25": {0, 2, 3, 5, 6, 7, 8, 10, 11}, "dense": set()}
-    out = {}
-    for run in (bm25, dense):
-        ranking = rb.evaluate(golden, run, ["ndcg@10", "mrr@10"])
-        ragas_ev = rr.evaluate_ragas(
-            run,
-            golden,
-            llm=fakes.make_chat_model(fail_on(FAILS[run.name])),
-            metrics=["faithfulness", "context_recall"],
-            responses=responses(run, cheese[run.name]),
-            query_ids=ranking.query_ids,
-            max_retries=0,
-            max_wait=0,
-        )
-        out[run.name] = rr.join(ranking, ragas_ev)
-    return out
+    return joined_runs(golden, (bm25, dense))
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import re
 
 import pytest
 
-import rankbridge as rb
 from rankbridge import GoldenSet
 from rankbridge.analysis import Comparison, compare
 from rankbridge.errors import InputError
@@ -25,8 +24,7 @@ pytest.importorskip("ragas", reason="needs the ragas extra: pip install 'rankbri
 pytest.importorskip("langchain_core", reason="the scripted chat model is a LangChain BaseChatModel")
 
 import ragas_fakes as fakes
-from ragas_golden import FAILS, NOT_SCORED, N, build, fail_on, responses
-from rankbridge.integrations import ragas as rr
+from ragas_golden import NOT_SCORED, N, build, joined_runs
 
 METRICS = ["ndcg@10", "mrr@10", "ragas.faithfulness", "ragas.context_recall"]
 HOSTILE = "<script>alert(1)</script> | [x](javascript:alert(1)) \x1b[31mred\u202e"
@@ -43,21 +41,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Comparison, GoldenS
     fakes.isolate_ragas_user_dir(tmp_path_factory.mktemp("ragas_home"))
     golden, bm25, dense = build()
     golden = hostile_golden(golden)
-    cheese = {"bm25": {0, 2, 3, 5, 6, 7, 8, 10, 11}, "dense": set()}
-    joined = {}
-    for run in (bm25, dense):
-        ranking = rb.evaluate(golden, run, ["ndcg@10", "mrr@10"])
-        scores = rr.evaluate_ragas(
-            run,
-            golden,
-            llm=fakes.make_chat_model(fail_on(FAILS[run.name])),
-            metrics=["faithfulness", "context_recall"],
-            responses=responses(run, cheese[run.name]),
-            query_ids=ranking.query_ids,
-            max_retries=0,
-            max_wait=0,
-        )
-        joined[run.name] = rr.join(ranking, scores)
+    joined = joined_runs(golden, (bm25, dense))
     return compare(joined, golden, METRICS, n_resamples=2000), golden
 
 
