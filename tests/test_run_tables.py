@@ -14,7 +14,7 @@ import pytrec_eval
 import rankbridge
 from rankbridge.errors import InputError
 from rankbridge.evaluate import evaluate
-from rankbridge.io.tables import read_run_parquet, run_from_table
+from rankbridge.io.run_tables import read_run_parquet, run_from_table
 
 METRICS = ["ndcg@10", "map", "mrr", "P@5", "recall@10", "bpref", "num_ret", "ndcg"]
 TREC = {"ndcg_cut_10": "ndcg@10", "map": "map", "recip_rank": "mrr", "P_5": "precision@5"}

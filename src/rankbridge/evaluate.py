@@ -347,8 +347,8 @@ _TABLE_MODULES = frozenset({"pandas", "pyarrow", "polars"})
 
 
 def _run_from_table(table: Any) -> Run:
-    # lazy: io.tables (and through it pandas / pyarrow) loads only when a table is passed
-    from rankbridge.io.tables import run_from_table
+    # lazy: io.run_tables (and through it pandas / pyarrow) loads only when a table is passed
+    from rankbridge.io.run_tables import run_from_table
 
     return run_from_table(table)
 

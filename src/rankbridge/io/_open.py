@@ -38,6 +38,7 @@ __all__ = [
     "check_score",
     "clip",
     "decode_error",
+    "file_stem",
     "iter_jsonl_any",
     "json_line",
     "jsonl_objects",
@@ -219,6 +220,11 @@ def unicode_space(line: str) -> str | None:
     return None if m is None else f"U+{ord(m.group()):04X}"
 
 
+def _without_gz(path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    return p.with_suffix("") if p.suffix.lower() == ".gz" else p
+
+
 def plain_suffix(path: str | os.PathLike[str]) -> str:
     """The file's suffix without a trailing ``.gz``, lower case.
 
@@ -227,10 +233,18 @@ def plain_suffix(path: str | os.PathLike[str]) -> str:
     >>> plain_suffix("corpus.JSONL.gz"), plain_suffix("golden.csv"), plain_suffix("data")
     ('.jsonl', '.csv', '')
     """
-    p = Path(path)
-    if p.suffix.lower() == ".gz":
-        p = p.with_suffix("")
-    return p.suffix.lower()
+    return _without_gz(path).suffix.lower()
+
+
+def file_stem(path: str | os.PathLike[str]) -> str:
+    """The file's name without its suffix and a trailing ``.gz``: the default name of what a reader reads.
+
+    Examples
+    --------
+    >>> file_stem("data/golden.jsonl.gz"), file_stem("bm25.parquet"), file_stem("runs")
+    ('golden', 'bm25', 'runs')
+    """
+    return _without_gz(path).stem
 
 
 def open_text(path: str | os.PathLike[str]) -> IO[str]:

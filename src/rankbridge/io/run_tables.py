@@ -1,0 +1,269 @@
+"""Runs from tables: one row per hit, as runs sit in Parquet / Delta tables.
+
+:func:`run_from_table` reads a pandas DataFrame, a pyarrow Table (or RecordBatch) or a polars DataFrame
+with ``query_id``, ``doc_id`` and ``score`` (or ``rank``) columns; :func:`read_run_parquet` reads such a
+table from a Parquet file. The columns are converted whole into a columnar :class:`~rankbridge.Run`
+(:meth:`~rankbridge.Run.from_columns`): no Python object per row. Golden sets from tables (one row per
+question) are :mod:`rankbridge.io.tables`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rankbridge.errors import InputError, MissingExtraError, ParseError
+from rankbridge.io._open import file_stem
+from rankbridge.types import Run
+
+__all__ = ["read_run_parquet", "run_from_table"]
+
+_RUN_FEATURE = "run table"
+
+
+def _table_kind(table: Any) -> str | None:
+    """``"pandas"``, ``"arrow"`` (a pyarrow Table or RecordBatch) or ``"polars"``; None for anything else.
+
+    Told by the type's module, so that neither library is imported to ask.
+    """
+    module = type(table).__module__.split(".")[0]
+    if module == "pandas" and hasattr(table, "columns") and hasattr(table, "iloc"):
+        return "pandas"
+    if module == "pyarrow" and hasattr(table, "column_names") and hasattr(table, "column"):
+        return "arrow"
+    if module == "polars" and hasattr(table, "to_arrow"):
+        return "polars"
+    return None
+
+
+def is_run_table(run: Any) -> bool:
+    """True for the tables :func:`run_from_table` reads (a pandas DataFrame, a pyarrow Table, a polars frame)."""
+    return _table_kind(run) is not None
+
+
+def _encoded_ids(column: Any, kind: str, name: str, what: str) -> tuple[np.ndarray, list[str]]:
+    """(codes per row, distinct ids as str) of an id column: factorized in C, ids checked once each."""
+    if kind == "pandas":
+        pd = _import_module("pandas")
+        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        codes = np.asarray(codes, dtype=np.int64)
+        values = list(uniques.tolist() if hasattr(uniques, "tolist") else uniques)
+    else:
+        pa = _import_module("pyarrow")
+        pc = _import_module("pyarrow.compute")
+        if pa.types.is_dictionary(column.type):
+            column = pc.cast(column, column.type.value_type)
+        encoded = pc.dictionary_encode(column.combine_chunks() if hasattr(column, "combine_chunks") else column)
+        indices = encoded.indices
+        codes = np.asarray(indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        values = encoded.dictionary.to_pylist()
+    missing = np.flatnonzero(codes < 0)
+    if len(missing):
+        raise InputError(
+            f"{_RUN_FEATURE}: row {int(missing[0])}, column {name!r}: expected a {what}, found a missing value"
+        )
+    ids: list[str] = []
+    for value in values:
+        if type(value) is str:
+            ids.append(value)
+            continue
+        if isinstance(value, int) and not isinstance(value, bool):
+            ids.append(str(value))
+            continue
+        row = int(np.flatnonzero(codes == len(ids))[0])
+        hint = " (ids read as floats because the column has missing values? convert it to int or str)"
+        raise InputError(
+            f"{_RUN_FEATURE}: row {row}, column {name!r}: expected a {what} as str (or int), found "
+            f"{type(value).__name__} {value!r}{hint if isinstance(value, float) else ''}"
+        )
+    return codes, ids
+
+
+def _import_module(name: str) -> Any:
+    try:
+        return __import__(name, fromlist=["_"])
+    except ImportError:
+        package = name.split(".")[0]
+        raise MissingExtraError(package, "pandas", f"Reading a run from a {package} table") from None
+
+
+def _numbers_column(column: Any, name: str, what: str, *, integral: bool) -> np.ndarray:
+    """A score or rank column as a float64 / int64 array; the first bad row named."""
+    values = column.to_numpy()  # pandas and Arrow alike (Arrow nulls become NaN, refused below)
+    try:
+        out = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        for i, v in enumerate(values):
+            try:
+                float(v)
+            except (TypeError, ValueError):
+                raise InputError(f"{_RUN_FEATURE}: row {i}, column {name!r}: expected a {what}, found {v!r}") from None
+        raise
+    if out.ndim != 1:
+        raise InputError(f"{_RUN_FEATURE}: column {name!r}: expected one {what} per row, found shape {out.shape}")
+    bad = np.flatnonzero(np.isnan(out))
+    if len(bad):
+        raise InputError(
+            f"{_RUN_FEATURE}: row {int(bad[0])}, column {name!r}: expected a {what}, found NaN (a missing value?)"
+        )
+    if integral:
+        whole = out == np.round(out)
+        if not whole.all():
+            i = int(np.flatnonzero(~whole)[0])
+            raise InputError(
+                f"{_RUN_FEATURE}: row {i}, column {name!r}: expected an integer {what}, found {float(out[i])!r}"
+            )
+        return out.astype(np.int64)
+    return out
+
+
+def run_from_table(
+    table: Any,
+    *,
+    query_column: str = "query_id",
+    doc_column: str = "doc_id",
+    score_column: str | None = "score",
+    rank_column: str | None = None,
+    name: str = "run",
+    duplicates: str = "error",
+) -> Run:
+    """A run from a table with one row per hit: a pandas DataFrame, a pyarrow Table, a polars DataFrame.
+
+    The columns are converted whole (ids by ``pandas.factorize`` / pyarrow ``dictionary_encode``, each
+    distinct id checked once; scores and ranks as numpy arrays), into a columnar
+    :class:`~rankbridge.Run` (:meth:`~rankbridge.Run.from_columns`): no Python object per row.
+    :func:`rankbridge.evaluate` calls this for a table passed as the run.
+
+    Parameters
+    ----------
+    table:
+        The hits, rows in any order.
+    query_column, doc_column:
+        The query id and doc id columns (str or int values; ints are kept as str).
+    score_column:
+        The score column. The run is *scored* (ranked by score descending, ties by doc id descending,
+        as trec_eval ranks) unless ``rank_column`` is given or the table has no such column.
+    rank_column:
+        An integer rank column (1 = best): the run is *ranked* in this order. When neither this nor the
+        score column is there, a column named ``rank`` is used.
+    name:
+        The run's name.
+    duplicates:
+        ``"error"``: a (query, doc) pair on two rows is an error naming both rows. ``"first"``: the first
+        row is kept and the others counted in :attr:`~rankbridge.Run.duplicates`.
+
+    Raises
+    ------
+    InputError
+        A missing column (the message lists the table's columns), a missing id, score or rank, a score
+        that is not a number or NaN, a rank that is not an integer or given twice in a query, or a
+        duplicate pair: each names the row (0-based position) and column.
+    MissingExtraError
+        The table's library is not importable (it is needed to read the columns).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import rankbridge as rb
+    >>> hits = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["a", "b", "a"], "score": [0.2, 0.9, 1.0]})
+    >>> run_from_table(hits, name="bm25").ranking("q1")
+    ['b', 'a']
+    >>> rb.evaluate({"q1": {"a": 1}, "q2": {"a": 1}}, hits, ["mrr"]).mean
+    {'mrr': 0.75}
+    """
+    kind = _table_kind(table)
+    if kind is None:
+        raise InputError(
+            f"{_RUN_FEATURE}: expected a pandas DataFrame, a pyarrow Table or a polars DataFrame, "
+            f"found {type(table).__name__}"
+        )
+    if duplicates not in ("error", "first"):
+        raise ValueError(f"duplicates must be 'error' or 'first'. Got {duplicates!r} instead.")
+    if kind == "polars":
+        table, kind = table.to_arrow(), "arrow"
+    names = [str(c) for c in (table.columns if kind == "pandas" else table.column_names)]
+    have = ", ".join(map(repr, names)) or "none"
+    if rank_column is None and (score_column is None or score_column not in names) and "rank" in names:
+        rank_column = "rank"
+    wanted = {"query_column": query_column, "doc_column": doc_column}
+    if rank_column is not None:
+        wanted["rank_column"] = rank_column
+    elif score_column is not None:
+        wanted["score_column"] = score_column
+    else:
+        raise InputError(f"{_RUN_FEATURE}: give score_column (a scored run) or rank_column (a ranked run)")
+    for param, col in wanted.items():
+        if col not in names:
+            raise InputError(f"{_RUN_FEATURE}: {param}={col!r} is not a column of the table; its columns are: {have}")
+
+    def get(col: str) -> Any:
+        return table[col] if kind == "pandas" else table.column(col)
+
+    q_codes, q_ids = _encoded_ids(get(query_column), kind, query_column, "query id")
+    d_codes, d_ids = _encoded_ids(get(doc_column), kind, doc_column, "doc id")
+    scores = None
+    if score_column is not None and score_column in names and rank_column is None:
+        scores = _numbers_column(get(score_column), score_column, "numeric score", integral=False)
+    ranks = None
+    if rank_column is not None:
+        ranks = _numbers_column(get(rank_column), rank_column, "rank", integral=True)
+        if score_column is not None and score_column in names:
+            raw = get(score_column)
+            scores = np.asarray(raw.to_numpy() if hasattr(raw, "to_numpy") else raw, dtype=np.float64)
+    queries = list(map(q_ids.__getitem__, q_codes.tolist()))  # the distinct str objects, shared by rows
+    docs = list(map(d_ids.__getitem__, d_codes.tolist()))
+    run = Run.from_columns(queries, docs, scores, ranks=ranks, name=name, duplicates="first")  # type: ignore[arg-type]
+    if run.duplicates and duplicates == "error":
+        key = q_codes * len(d_ids) + d_codes
+        order = np.argsort(key, kind="stable")
+        same = np.flatnonzero(key[order][1:] == key[order][:-1])
+        first, second = int(order[same[0]]), int(order[same[0] + 1])
+        raise InputError(
+            f"{_RUN_FEATURE}: rows {first} and {second}: doc {docs[first]!r} appears twice for query "
+            f"{queries[first]!r}; pass duplicates='first' to keep the first row"
+        )
+    return run
+
+
+def read_run_parquet(
+    path: str | os.PathLike[str],
+    *,
+    query_column: str = "query_id",
+    doc_column: str = "doc_id",
+    score_column: str | None = "score",
+    rank_column: str | None = None,
+    name: str | None = None,
+    duplicates: str = "error",
+) -> Run:
+    """A run from a Parquet file (or dataset directory) with one row per hit (:func:`run_from_table`).
+
+    Only the named columns are read. Needs pyarrow (``pip install pyarrow``).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, pandas as pd
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "run.parquet"
+    >>> pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["a", "b"], "rank": [2, 1]}).to_parquet(path)
+    >>> read_run_parquet(path).ranking("q1")
+    ['b', 'a']
+    """
+    pq = _import_module("pyarrow.parquet")
+    try:
+        present = set(pq.read_schema(path).names) if not Path(path).is_dir() else None
+        wanted = [query_column, doc_column, score_column, rank_column, "rank"]
+        columns = [c for c in dict.fromkeys(wanted) if c is not None and (present is None or c in present)]
+        table = pq.read_table(path, columns=columns if present is not None else None)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise ParseError(f"cannot read Parquet file: {exc}", source=str(path)) from None
+    return run_from_table(
+        table,
+        query_column=query_column,
+        doc_column=doc_column,
+        score_column=score_column,
+        rank_column=rank_column,
+        name=name or file_stem(path),
+        duplicates=duplicates,
+    )
