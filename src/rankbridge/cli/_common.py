@@ -1,5 +1,6 @@
-"""What the subcommands share, so every command reads alike: exit codes, one-line messages, the run and
-paired-test options, reading judgments and run files, and the LLM options of ``judge`` and ``generate``.
+"""What the subcommands share, so every command reads alike: how a command is registered, exit codes,
+one-line messages, the run and paired-test options, reading judgments and run files, and the LLM options of
+``judge`` and ``generate``.
 
 Exit codes (every command): 0 success; 1 a quality gate failed (``rankbridge gate``); 2 bad input or
 usage (the message says what and where); 3 incomplete (a budget was reached, or some queries or items
@@ -13,7 +14,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -38,12 +39,14 @@ __all__ = [
     "EXIT_USAGE",
     "JUDGMENTS_HELP",
     "RunInputs",
+    "add_command",
     "add_llm_options",
     "add_run_arguments",
     "add_test_arguments",
     "call_policy",
     "error",
     "load_judgments",
+    "options_of",
     "paired_test_options",
     "read_run_inputs",
     "split_metric_args",
@@ -62,6 +65,40 @@ EXIT_INTERRUPTED = 130
 
 #: The metrics ``compare``, ``report`` and ``mlflow log`` show when no ``-m`` is given.
 DEFAULT_COMPARE_METRICS = ["ndcg@10", "mrr@10", "recall@10", "hit_rate@5"]
+
+
+def add_command(
+    subparsers: Any, name: str, func: Callable[[argparse.Namespace], int], **options: Any
+) -> argparse.ArgumentParser:
+    """Register subcommand ``name``, run as ``func(args)`` (its exit code) by :func:`rankbridge.cli.main`.
+
+    ``options`` go to ``add_parser`` (``help``, ``description``, ``epilog``, ``parents``); a description or
+    epilog prints as written, its line breaks and indented examples kept.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> p = add_command(parser.add_subparsers(), "hello", lambda args: EXIT_OK, help="say hello")
+    >>> args = parser.parse_args(["hello"])
+    >>> args.func(args)
+    0
+    """
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        name, formatter_class=argparse.RawDescriptionHelpFormatter, **options
+    )
+    p.set_defaults(func=func)
+    return p
+
+
+def options_of(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
+    """The options ``names`` of ``args`` as keyword arguments, for options named as the keywords they feed.
+
+    Examples
+    --------
+    >>> options_of(argparse.Namespace(seed=7, k=5, out="x"), ("k", "seed"))
+    {'k': 5, 'seed': 7}
+    """
+    return {name: getattr(args, name) for name in names}
 
 
 def warn(message: str) -> None:
@@ -115,10 +152,13 @@ def load_judgments(path: str | os.PathLike[str]) -> tuple[Qrels, GoldenSet | Non
     return load_qrels(p), None
 
 
-def add_run_arguments(p: argparse.ArgumentParser, default_metrics: Sequence[str], *, paired: bool = True) -> None:
-    """``qrels``, ``run...`` and ``-m/--metric``, as :func:`read_run_inputs` reads them; unless ``paired=False``
-    (``evaluate``) also ``--baseline`` and the paired test options (:func:`add_test_arguments`), as ``compare``,
-    ``report`` and ``mlflow log`` compare the runs with the baseline."""
+def add_run_arguments(
+    p: argparse.ArgumentParser, default_metrics: Sequence[str] = DEFAULT_COMPARE_METRICS, *, paired: bool = True
+) -> None:
+    """``qrels``, ``run...`` and ``-m/--metric`` (``default_metrics`` when none is given), as
+    :func:`read_run_inputs` reads them; unless ``paired=False`` (``evaluate``) also ``--baseline`` and the
+    paired test options (:func:`add_test_arguments`), as ``compare``, ``report`` and ``mlflow log`` compare
+    the runs with the baseline."""
     p.add_argument("qrels", help=JUDGMENTS_HELP)
     p.add_argument("run", nargs="+", help="run files (TREC or .jsonl); named by their run tag, else file name")
     p.add_argument(
@@ -127,6 +167,8 @@ def add_run_arguments(p: argparse.ArgumentParser, default_metrics: Sequence[str]
         action="append",
         help=f"metric, repeatable or comma-separated (default: {','.join(default_metrics)})",
     )
+    # the default the help names is the one read_run_inputs uses
+    p.set_defaults(default_metrics=list(default_metrics))
     if paired:
         p.add_argument("--baseline", help="name of the baseline run (default: the first)")
         add_test_arguments(p)
@@ -161,7 +203,7 @@ def paired_test_options(args: argparse.Namespace) -> dict[str, Any]:
     >>> paired_test_options(p.parse_args(["--test", "t", "--seed", "7"]))
     {'test': 't', 'alpha': 0.05, 'level': 0.95, 'n_resamples': 10000, 'seed': 7}
     """
-    return {name: getattr(args, name) for name in _PAIRED_TEST_OPTIONS}
+    return options_of(args, _PAIRED_TEST_OPTIONS)
 
 
 def split_metric_args(values: Sequence[str] | None, default: Sequence[str]) -> list[str]:
@@ -215,18 +257,29 @@ class RunInputs(NamedTuple):
         return self.golden if self.golden is not None else self.qrels
 
 
-def read_run_inputs(
-    args: argparse.Namespace, default_metrics: Sequence[str], *, duplicates: str = "error"
-) -> RunInputs:
-    """The ``-m`` measures (``default_metrics`` when none are given), then the judgments, then the run files.
+def read_run_inputs(args: argparse.Namespace, *, duplicates: str = "error") -> RunInputs:
+    """The ``-m`` measures (the command's default metrics when none are given), then the judgments, then
+    the run files.
 
     In that order, so a misspelt metric is reported before any file is read.
     """
-    measures = parse_measures(split_metric_args(args.metric, default_metrics))
+    measures = parse_measures(split_metric_args(args.metric, args.default_metrics))
     qrels, golden = load_judgments(args.qrels)
     loaded = [load_run(path, duplicates=duplicates) for path in args.run]
     runs = dict(zip(unique_run_names([r.name for r in loaded], args.run), loaded, strict=True))
     return RunInputs(measures, qrels, golden, runs)
+
+
+#: The call policy options of :func:`add_llm_options`: flag, type, default, help. Each flag names the
+#: :class:`~rankbridge.judge.llm.CallPolicy` field it sets (``--rate-limit`` -> ``rate_limit``).
+_CALL_POLICY_OPTIONS: tuple[tuple[str, type[int] | type[float], int | None, str], ...] = (
+    ("--concurrency", int, 4, "calls in flight (default 4)"),
+    ("--rate-limit", float, None, "at most this many calls per second"),
+    ("--retries", int, 2, "retries after an error (default 2)"),
+    ("--timeout", float, None, "seconds per call"),
+    ("--max-calls", int, None, "budget: stop starting calls after this many"),
+    ("--max-tokens", int, None, "budget: stop starting calls after this many tokens"),
+)
 
 
 def add_llm_options(p: argparse.ArgumentParser) -> None:
@@ -244,12 +297,8 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
         help="the model and its settings, naming it in the cache and provenance (default: derived from a "
         "LangChain/LlamaIndex model's name and parameters; required for a plain callable unless --no-cache)",
     )
-    g.add_argument("--concurrency", type=int, default=4, help="calls in flight (default 4)")
-    g.add_argument("--rate-limit", type=float, help="at most this many calls per second")
-    g.add_argument("--retries", type=int, default=2, help="retries after an error (default 2)")
-    g.add_argument("--timeout", type=float, help="seconds per call")
-    g.add_argument("--max-calls", type=int, help="budget: stop starting calls after this many")
-    g.add_argument("--max-tokens", type=int, help="budget: stop starting calls after this many tokens")
+    for flag, kind, default, text in _CALL_POLICY_OPTIONS:
+        g.add_argument(flag, type=kind, default=default, help=text)
 
 
 def call_policy(args: argparse.Namespace) -> CallPolicy:
@@ -257,11 +306,5 @@ def call_policy(args: argparse.Namespace) -> CallPolicy:
     # lazy: the judge package (and asyncio) load only for judge/generate, so `rankbridge --help` stays fast
     from rankbridge.judge.llm import CallPolicy
 
-    return CallPolicy(
-        concurrency=args.concurrency,
-        rate_limit=args.rate_limit,
-        retries=args.retries,
-        timeout=args.timeout,
-        max_calls=args.max_calls,
-        max_tokens=args.max_tokens,
-    )
+    fields = [flag.removeprefix("--").replace("-", "_") for flag, *_ in _CALL_POLICY_OPTIONS]
+    return CallPolicy(**options_of(args, fields))

@@ -8,7 +8,7 @@ from typing import Any
 
 from rankbridge._numbers import fmt_ci, fmt_number, fmt_p
 from rankbridge.analysis import Comparison, compare
-from rankbridge.cli._common import DEFAULT_COMPARE_METRICS, add_run_arguments, paired_test_options, read_run_inputs
+from rankbridge.cli._common import add_command, add_run_arguments, paired_test_options, read_run_inputs
 
 __all__ = ["add_cli"]
 
@@ -64,7 +64,7 @@ def _print_rich(cmp: Comparison) -> bool:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    inputs = read_run_inputs(args, DEFAULT_COMPARE_METRICS)
+    inputs = read_run_inputs(args)
     result = compare(
         inputs.runs, inputs.judgments, inputs.measures, baseline=args.baseline, **paired_test_options(args)
     )
@@ -85,16 +85,16 @@ def add_cli(subparsers: Any) -> None:
     >>> args.run, args.test, args.baseline
     (['a.txt', 'b.txt'], 't', None)
     """
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "compare",
+        _cmd_compare,
         help="compare runs with confidence intervals and paired significance tests",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Each run is compared with the baseline (default: the first run) on the same queries.\n"
         "examples:\n"
         "  rankbridge compare qrels.txt bm25.txt dense.txt -m ndcg@10 -m mrr@10\n"
         "  rankbridge compare qrels.txt bm25.txt dense.txt hybrid.txt --baseline bm25 --test wilcoxon\n"
         "  rankbridge compare qrels.txt bm25.txt dense.txt --format json",
     )
-    add_run_arguments(p, DEFAULT_COMPARE_METRICS)
+    add_run_arguments(p)
     p.add_argument("--format", choices=["table", "json"], default="table")
-    p.set_defaults(func=_cmd_compare)

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from rankbridge.cli._common import add_command
 from rankbridge.demo import run_demo
 
 __all__ = ["add_cli"]
@@ -30,10 +31,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def add_cli(subparsers: Any) -> None:
     """Register ``rankbridge demo`` on an ``argparse`` subparsers object."""
-    de = subparsers.add_parser(
+    de = add_command(
+        subparsers,
         "demo",
+        _cmd_demo,
         help="run the offline demo: four strategies, both frameworks, statistics, RAGAS ids, HTML report",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  rankbridge demo\n  rankbridge demo --beir path/to/scifact --out scifact-demo",
     )
     de.add_argument(
@@ -46,4 +48,3 @@ def add_cli(subparsers: Any) -> None:
     de.add_argument("--out", default="rankbridge-demo", help="output folder (default: rankbridge-demo)")
     de.add_argument("-k", type=int, default=10, help="hits per query (default: 10)")
     de.add_argument("--max-queries", type=int, help="use only the first N queries")
-    de.set_defaults(func=_cmd_demo)

@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from rankbridge.cli._common import add_run_arguments, read_run_inputs, warn
+from rankbridge.cli._common import add_command, add_run_arguments, read_run_inputs, warn
 from rankbridge.errors import MetricError
 from rankbridge.evaluate import Evaluation, IdMismatchWarning, evaluate
 from rankbridge.metrics.measures import Measure, parse_measure
@@ -134,7 +134,7 @@ def _print_table(evs: Sequence[Evaluation], per_query: bool, title: str) -> None
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    inputs = read_run_inputs(args, DEFAULT_METRICS, duplicates=args.duplicates)
+    inputs = read_run_inputs(args, duplicates=args.duplicates)
     for name, run in inputs.runs.items():
         run.name = name  # two files with the same run tag stay apart in the output
     with warnings.catch_warnings():
@@ -164,10 +164,11 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 def add_cli(subparsers: Any) -> None:
     """Register ``rankbridge evaluate`` on an ``argparse`` subparsers object."""
-    ev = subparsers.add_parser(
+    ev = add_command(
+        subparsers,
         "evaluate",
+        _cmd_evaluate,
         help="evaluate one or more run files against qrels",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="QRELS may be TREC (qid iter doc label), BEIR .tsv, or .jsonl; RUN may be TREC or .jsonl.\n"
         "examples:\n"
         "  rankbridge evaluate qrels.txt run.txt -m ndcg@10 -m P@5 -m recall@100\n"
@@ -194,4 +195,3 @@ def add_cli(subparsers: Any) -> None:
         default="error",
         help="a doc listed twice for one query in a TREC run: error (default) or keep the first line",
     )
-    ev.set_defaults(func=_cmd_evaluate)

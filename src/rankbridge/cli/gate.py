@@ -11,6 +11,7 @@ from typing import Any
 from rankbridge.analysis import EXIT_FAILED, EXIT_PASSED, gate
 from rankbridge.cli._common import (
     JUDGMENTS_HELP,
+    add_command,
     add_test_arguments,
     load_judgments,
     paired_test_options,
@@ -116,13 +117,14 @@ def add_cli(subparsers: Any) -> None:
     >>> args.baseline, args.run, args.metric, args.max_drop, args.alpha
     ('main', 'run.txt', ['ndcg@10'], 0.0, 0.05)
     """
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "gate",
+        _cmd_gate,
         help="CI quality gate: fail when a metric dropped significantly against a baseline",
         description="Compare RUN with a baseline on the same queries and fail when the metric's mean dropped by "
         "more than --max-drop AND a paired test finds the drop significant at --alpha. A drop that may be noise "
         "passes (with a note), so the gate does not flake on small query sets.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="BASELINE is a run file when such a file exists, otherwise the name of a record in the history "
         "store (its newest record of that name).\n"
         "exit codes:\n"
@@ -152,4 +154,3 @@ def add_cli(subparsers: Any) -> None:
         help="no record named BASELINE yet: error (exit 2, default) or pass (to bootstrap a new store)",
     )
     p.add_argument("--format", choices=["text", "json"], default="text")
-    p.set_defaults(func=_cmd_gate)

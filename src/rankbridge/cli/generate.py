@@ -18,7 +18,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rankbridge.cli._common import EXIT_INCOMPLETE, add_llm_options, call_policy
+from rankbridge.cli._common import EXIT_INCOMPLETE, add_command, add_llm_options, call_policy
 from rankbridge.cli._loader import load_object
 from rankbridge.errors import InputError
 from rankbridge.io import read_beir_corpus, write_beir
@@ -61,10 +61,11 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 def add_cli(subparsers: Any) -> None:
     """Register ``rankbridge generate`` on an ``argparse`` subparsers object."""
-    g = subparsers.add_parser(
+    g = add_command(
+        subparsers,
         "generate",
+        _cmd_generate,
         help="generate a golden set: one LLM-written query per sampled document",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Sample documents, ask your LLM for one query each (styles in turn), and write a BEIR\n"
         "folder whose qrels mark each query's source document relevant.",
         epilog="examples:\n"
@@ -82,4 +83,3 @@ def add_cli(subparsers: Any) -> None:
     g.add_argument("--id-prefix", default="gen", help="query ids are PREFIX-i (default gen)")
     g.add_argument("--out", required=True, help="output folder (BEIR layout)")
     g.add_argument("--no-corpus", action="store_true", help="do not copy corpus.jsonl into --out")
-    g.set_defaults(func=_cmd_generate)

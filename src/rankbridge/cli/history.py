@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from rankbridge._numbers import fmt_number, json_float
-from rankbridge.cli._common import split_metric_args
+from rankbridge.cli._common import add_command, split_metric_args
 from rankbridge.errors import StoreLockedError, TrendSplitWarning
 from rankbridge.fingerprint import qrels_fingerprint, short_fingerprint
 from rankbridge.io import load_qrels
@@ -421,22 +421,21 @@ def add_cli(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     common.add_argument("--lock-timeout", type=lock_timeout, default=argparse.SUPPRESS, metavar="SECONDS")
     sub = history.add_subparsers(dest="history_command", required=True, metavar="{list,show,delete,trend,attach-qrels}")
 
-    ls = sub.add_parser("list", parents=[common], help="saved records, newest first")
+    ls = add_command(sub, "list", _cmd_list, parents=[common], help="saved records, newest first")
     ls.add_argument("--name", help="only records with this name")
     ls.add_argument("--limit", type=int, help="at most this many")
     ls.add_argument("-m", "--metric", action="append", help="metric columns to show (default: all that fit)")
-    ls.set_defaults(func=_cmd_list)
 
-    sh = sub.add_parser("show", parents=[common], help="one record: config, counts, means")
+    sh = add_command(sub, "show", _cmd_show, parents=[common], help="one record: config, counts, means")
     sh.add_argument("id", type=int, help="record id (see `history list`)")
     sh.add_argument("--per-query", action="store_true", help="also print per-query values")
-    sh.set_defaults(func=_cmd_show)
 
-    de = sub.add_parser("delete", parents=[common], help="delete one record")
+    de = add_command(sub, "delete", _cmd_delete, parents=[common], help="delete one record")
     de.add_argument("id", type=int, help="record id")
-    de.set_defaults(func=_cmd_delete)
 
-    tr = sub.add_parser("trend", parents=[common], help="a metric's mean across comparable saved records, oldest first")
+    tr = add_command(
+        sub, "trend", _cmd_trend, parents=[common], help="a metric's mean across comparable saved records, oldest first"
+    )
     tr.add_argument("metric", help="metric name, e.g. ndcg@10")
     tr.add_argument("--name", help="only records with this name")
     tr.add_argument("--all", action="store_true", help="print every series, not only the newest one")
@@ -446,11 +445,13 @@ def add_cli(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         default="join",
         help="join records on different query sets, saying how many differ (default), or split there",
     )
-    tr.set_defaults(func=_cmd_trend)
 
-    at = sub.add_parser(
-        "attach-qrels", parents=[common], help="record the qrels that records of unknown qrels were scored on"
+    at = add_command(
+        sub,
+        "attach-qrels",
+        _cmd_attach_qrels,
+        parents=[common],
+        help="record the qrels that records of unknown qrels were scored on",
     )
     at.add_argument("qrels", help="the qrels file they were scored on (TREC, BEIR .tsv or .jsonl)")
     at.add_argument("ids", type=int, nargs="+", help="record ids")
-    at.set_defaults(func=_cmd_attach_qrels)

@@ -35,7 +35,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rankbridge.cli._common import EXIT_INCOMPLETE, add_llm_options, call_policy
+from rankbridge.cli._common import EXIT_INCOMPLETE, add_command, add_llm_options, call_policy
 from rankbridge.cli._loader import load_object
 from rankbridge.errors import InputError, ModelIdRequired
 from rankbridge.io import load_qrels, load_run, read_beir_corpus, read_beir_queries, write_qrels
@@ -119,10 +119,11 @@ def _cmd_judge(args: argparse.Namespace) -> int:
 
 def add_cli(subparsers: Any) -> None:
     """Register ``rankbridge judge`` on an ``argparse`` subparsers object."""
-    j = subparsers.add_parser(
+    j = add_command(
+        subparsers,
         "judge",
+        _cmd_judge,
         help="grade the pooled top-k of run files 0-3 with an LLM (cached)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Judge each (query, document) pair of the pooled top k of the runs once, with your LLM.\n"
         "Grades are cached in SQLite: running again pays only for pairs not yet judged.",
         epilog="--llm MODULE:ATTR names a LangChain chat model, a LlamaIndex LLM or a callable f(prompt) -> str\n"
@@ -153,4 +154,3 @@ def add_cli(subparsers: Any) -> None:
     hum.add_argument("--human-map", metavar="FROM:TO,...", help="map human labels onto 0-3 first")
     hum.add_argument("--skip-human", action="store_true", help="do not judge pairs the human qrels label")
     hum.add_argument("--merged", help="write human + judged qrels (human wins) as TREC qrels")
-    j.set_defaults(func=_cmd_judge)

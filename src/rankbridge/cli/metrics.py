@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rankbridge.cli._common import add_command
 from rankbridge.metrics.measures import MEASURES
 
 __all__ = ["add_cli"]
@@ -21,5 +22,4 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 def add_cli(subparsers: Any) -> None:
     """Register ``rankbridge metrics`` on an ``argparse`` subparsers object."""
-    me = subparsers.add_parser("metrics", help="list the metrics and their trec_eval names")
-    me.set_defaults(func=_cmd_metrics)
+    add_command(subparsers, "metrics", _cmd_metrics, help="list the metrics and their trec_eval names")

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from rankbridge.analysis import Comparison, compare
-from rankbridge.cli._common import DEFAULT_COMPARE_METRICS, add_run_arguments, paired_test_options, read_run_inputs
+from rankbridge.cli._common import add_command, add_run_arguments, paired_test_options, read_run_inputs
 from rankbridge.evaluate import Evaluation, evaluate
 from rankbridge.integrations.mlflow import DEFAULT_EXPERIMENT, log_evaluation
 
@@ -19,7 +19,7 @@ __all__ = ["add_cli"]
 
 
 def _cmd_log(args: argparse.Namespace) -> int:
-    inputs = read_run_inputs(args, DEFAULT_COMPARE_METRICS)
+    inputs = read_run_inputs(args)
     result: Evaluation | Comparison
     if len(inputs.runs) == 1:
         name, run = next(iter(inputs.runs.items()))
@@ -69,21 +69,21 @@ def add_cli(subparsers: Any) -> None:
     p = subparsers.add_parser("mlflow", help="log evaluations and comparisons into MLflow")
     sub = p.add_subparsers(dest="mlflow_command", metavar="{log}")
     sub.required = True
-    lg = sub.add_parser(
+    lg = add_command(
+        sub,
         "log",
+        _cmd_log,
         help="evaluate (one run) or compare (several) and log the result into an MLflow run",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Without --tracking-uri (and without MLFLOW_TRACKING_URI) the run goes to a local SQLite store,\n"
         "./mlflow.db, with artifacts in ./mlruns. Set MLFLOW_DISABLE_TELEMETRY=true to turn off MLflow's telemetry.\n"
         "examples:\n"
         "  rankbridge mlflow log qrels.txt bm25.txt -m ndcg@10 -m mrr@10\n"
         "  rankbridge mlflow log qrels.txt bm25.txt dense.txt --tracking-uri http://localhost:5000",
     )
-    add_run_arguments(lg, DEFAULT_COMPARE_METRICS)
+    add_run_arguments(lg)
     lg.add_argument("--tracking-uri", help="MLflow tracking URI (default: configured, else sqlite:///./mlflow.db)")
     lg.add_argument("--experiment", default=DEFAULT_EXPERIMENT, help=f"experiment name (default: {DEFAULT_EXPERIMENT})")
     lg.add_argument("--run-name", help="name of the new MLflow run")
     lg.add_argument("--run-id", help="log into this existing MLflow run instead of a new one")
     lg.add_argument("--no-report", action="store_true", help="do not log the HTML report")
     lg.add_argument("--json", action="store_true", help="print what was logged as JSON")
-    lg.set_defaults(func=_cmd_log)

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from rankbridge._numbers import json_float
+from rankbridge.cli._common import add_command, options_of
 from rankbridge.cli._loader import SPEC_HELP, load_object
 from rankbridge.errors import InputError
 from rankbridge.evaluate import evaluate
@@ -21,6 +22,9 @@ from rankbridge.io.jsonl import iter_jsonl
 from rankbridge.types import GoldenSet, Run
 
 __all__ = ["add_cli"]
+
+#: The options of ``ragas score`` named as the keyword arguments of :func:`evaluate_ragas` they set.
+_SCORE_OPTIONS = ("k", "timeout", "max_workers", "budget")
 
 
 def _read_responses(path: str) -> dict[str, Answer]:
@@ -69,11 +73,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
         embeddings=emb,
         metrics=args.metric or None,
         responses=responses,
-        k=args.k,
         query_ids=ranking.query_ids,
-        timeout=args.timeout,
-        max_workers=args.max_workers,
-        budget=args.budget,
+        **options_of(args, _SCORE_OPTIONS),
     )
     both = join(ranking, result)
     if args.format == "json":
@@ -128,14 +129,15 @@ def add_cli(subparsers: Any) -> None:
             help="JSONL of generated answers: {query_id, response, contexts?, context_ids?} per line",
         )
 
-    ex = sub.add_parser("export", help="write one RAGAS row per query to .jsonl or .parquet")
+    ex = add_command(sub, "export", _cmd_export, help="write one RAGAS row per query to .jsonl or .parquet")
     common(ex)
     ex.add_argument("-o", "--output", required=True, help="output file: out.jsonl or out.parquet")
     ex.add_argument("--allow-partial", action="store_true", help="write null where a field is missing for some queries")
-    ex.set_defaults(func=_cmd_export)
 
-    sc = sub.add_parser(
+    sc = add_command(
+        sub,
         "score",
+        _cmd_score,
         help="score a run with RAGAS (model-free metrics unless --llm is given), joined with ranking metrics",
     )
     common(sc)
@@ -148,4 +150,3 @@ def add_cli(subparsers: Any) -> None:
     sc.add_argument("--budget", type=int, default=None, help="most RAGAS prompts sent to the LLM")
     sc.add_argument("--format", choices=["table", "json"], default="table")
     sc.add_argument("--per-query", action="store_true", help="with --format json, add per-query values")
-    sc.set_defaults(func=_cmd_score)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rankbridge.analysis import compare
-from rankbridge.cli._common import DEFAULT_COMPARE_METRICS, add_run_arguments, paired_test_options, read_run_inputs
+from rankbridge.cli._common import add_command, add_run_arguments, paired_test_options, read_run_inputs
 from rankbridge.errors import InputError
 from rankbridge.reports import build_report, trend_from_history
 from rankbridge.types import GoldenSet
@@ -33,7 +33,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     fmt = args.format
     if fmt is None:
         fmt = _SUFFIX_FORMATS.get(Path(args.output).suffix.lower(), "terminal") if args.output else "terminal"
-    inputs = read_run_inputs(args, DEFAULT_COMPARE_METRICS)
+    inputs = read_run_inputs(args)
     metrics = [str(m) for m in inputs.measures]
     qrels, runs = inputs.qrels, inputs.runs
     golden = GoldenSet.from_beir(args.golden, split=args.split) if args.golden else inputs.golden
@@ -82,10 +82,11 @@ def add_cli(subparsers: Any) -> None:
     >>> args.run, args.metric, args.output, args.format
     (['a.txt', 'b.txt'], ['ndcg@10'], 'r.html', None)
     """
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "report",
+        _cmd_report,
         help="write a report (terminal, Markdown, self-contained HTML with plots, JSON) comparing runs",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="The format comes from --format, else from the -o suffix (.html, .md, .json), else terminal.\n"
         "HTML needs the report extra: pip install 'rankbridge[report]'.\n"
         "examples:\n"
@@ -94,7 +95,7 @@ def add_cli(subparsers: Any) -> None:
         "  rankbridge report qrels.txt run.txt --golden my_beir_set/ --format md -o report.md\n"
         "  rankbridge report qrels.txt run.txt --history rankbridge-history.sqlite --format json",
     )
-    add_run_arguments(p, DEFAULT_COMPARE_METRICS)
+    add_run_arguments(p)
     p.add_argument(
         "--golden",
         metavar="BEIR_DIR",
@@ -114,4 +115,3 @@ def add_cli(subparsers: Any) -> None:
         "-k", type=int, default=10, help="a hit is a relevant chunk in the top k (failure lists; default 10)"
     )
     p.add_argument("--history", metavar="STORE", help="run history file (rankbridge history) for trends over runs")
-    p.set_defaults(func=_cmd_report)

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rankbridge.cli._common import EXIT_INCOMPLETE, EXIT_INTERRUPTED
+from rankbridge.cli._common import EXIT_INCOMPLETE, EXIT_INTERRUPTED, add_command
 from rankbridge.cli._loader import SPEC_HELP, load_object
 from rankbridge.errors import RetrievalError
 from rankbridge.io import write_run
@@ -116,12 +116,13 @@ def add_cli(subparsers: Any) -> None:
     >>> args.retriever, args.k, args.output, args.concurrency
     ('app:retriever', 5, 'run.jsonl', 8)
     """
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "run",
+        _cmd_run,
         help="run your retriever (module:attr) over a set of queries into a run file",
         description="Import a retriever (LlamaIndex, LangChain, a function f(query, k), or a Retriever) and "
         "retrieve the top k for every query, concurrently, with timeouts and retries.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="RETRIEVER: module:attr | path/file.py:attr | module:factory()  (the current directory is importable;\n"
         "  a class or a zero-argument function is called to build the retriever)\n"
         "QUERIES: a BEIR folder, a queries.jsonl (_id/id + text) or a TSV of id<TAB>text\n"
@@ -153,4 +154,3 @@ def add_cli(subparsers: Any) -> None:
     )
     p.add_argument("--no-text", action="store_true", help="do not keep hit texts in a .jsonl run")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=_cmd_run)
