@@ -35,6 +35,10 @@ The hierarchy::
 ``rankbridge.judge.llm.BudgetExhausted`` and ``rankbridge.integrations.ragas.BudgetExceededError`` are
 aliases of it.
 
+The errors and warnings that carry objects beside their message (``source``, ``match``, ``result``...)
+share one constructor and pickle with those objects, so that they cross process boundaries (Ray,
+multiprocessing) intact.
+
 Each class is also importable from the module that raises it (``rankbridge.evaluate.IdMismatchWarning``,
 ``rankbridge.store.TrendSplitWarning``, ...). This module imports nothing of rankbridge at run time: every
 layer may import it. Every message says what was expected, what was found, and where.
@@ -42,7 +46,7 @@ layer may import it. Every message says what was expected, what was found, and w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: at run time this module imports nothing of rankbridge
     from rankbridge.io.ragas_testset import ContextMatch
@@ -77,6 +81,38 @@ __all__ = [
 ]
 
 
+class _Carrying(Exception):
+    """The base of the errors and warnings that carry objects beside their message, as attributes.
+
+    Each class's constructor takes its own arguments and passes the message and the objects, by name, to
+    this one. Pickling rebuilds an instance from its message and attributes without calling the class's
+    constructor, whose arguments need not be the message (``MissingExtraError(package, extra, feature)``).
+    """
+
+    def __init__(self, message: str, /, **attributes: object) -> None:
+        super().__init__(message)
+        self.__dict__.update(attributes)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuild, (type(self), self.args, dict(self.__dict__))
+
+
+def _rebuild(cls: type[_Carrying], args: tuple[str], attributes: dict[str, object]) -> _Carrying:
+    """Unpickle a :class:`_Carrying` instance: its message and attributes, as they were."""
+    obj = cls.__new__(cls, *args)
+    _Carrying.__init__(obj, *args, **attributes)
+    return obj
+
+
+class _CarriesMatch(_Carrying):
+    """An error or warning about reference contexts that carries the full :class:`ContextMatch` as ``match``."""
+
+    match: ContextMatch
+
+    def __init__(self, message: str, match: ContextMatch) -> None:
+        super().__init__(message, match=match)
+
+
 class RankbridgeError(Exception):
     """Base class of every error rankbridge raises on purpose."""
 
@@ -85,7 +121,7 @@ class InputError(RankbridgeError, ValueError):
     """Input (a dict, a file, an argument) that rankbridge cannot use."""
 
 
-class ParseError(InputError):
+class ParseError(_Carrying, InputError):
     """A malformed input file.
 
     Parameters
@@ -98,21 +134,22 @@ class ParseError(InputError):
         The 1-based line number, when the problem is on one line.
     """
 
+    message: str
+    source: str | None
+    line: int | None
+
     def __init__(self, message: str, *, source: str | None = None, line: int | None = None):
-        self.message = message
-        self.source = source
-        self.line = line
         where = ""
         if source is not None:
             where = f"{source}:{line}: " if line is not None else f"{source}: "
-        super().__init__(f"{where}{message}")
+        super().__init__(f"{where}{message}", message=message, source=source, line=line)
 
 
 class MetricError(InputError):
     """An unknown metric name, or a metric parameter out of range."""
 
 
-class IdMismatchError(InputError):
+class IdMismatchError(_Carrying, InputError):
     """Most retrieved doc ids are neither judged nor in the corpus, so any score would be meaningless.
 
     Attributes
@@ -126,22 +163,26 @@ class IdMismatchError(InputError):
         so that a long run is not lost.
     """
 
+    suggestion: str | None
+    report: object
+    run: object
+
     def __init__(self, message: str, *, suggestion: str | None = None, report: object = None, run: object = None):
-        self.suggestion = suggestion
-        self.report = report
-        self.run = run
-        super().__init__(message)
+        super().__init__(message, suggestion=suggestion, report=report, run=run)
 
 
-class MissingExtraError(RankbridgeError, ImportError):
+class MissingExtraError(_Carrying, RankbridgeError, ImportError):
     """An optional dependency is missing; the message names the pip command."""
 
+    package: str
+    extra: str
+
     def __init__(self, package: str, extra: str, feature: str):
-        self.package = package
-        self.extra = extra
         super().__init__(
             f"{feature} needs the '{package}' package, which is not installed. "
-            f"Install it with: pip install 'rankbridge[{extra}]'"
+            f"Install it with: pip install 'rankbridge[{extra}]'",
+            package=package,
+            extra=extra,
         )
 
 
@@ -149,28 +190,30 @@ class RetrievalError(RankbridgeError):
     """A retriever failed: it raised, timed out, or returned something unusable."""
 
 
-class CheckpointError(RankbridgeError, OSError):
+class CheckpointError(_Carrying, RankbridgeError, OSError):
     """The runner could not append to its checkpoint file (a full disk, a lost mount).
 
     The run stopped at once; ``run`` holds every query that finished, in memory, and the checkpoint holds
     every line written before the failure, so a later call with the same file resumes from there.
     """
 
+    run: object
+
     def __init__(self, message: str, *, run: object = None):
-        self.run = run
-        super().__init__(message)
+        super().__init__(message, run=run)
 
 
-class StoreError(RankbridgeError):
+class StoreError(_Carrying, RankbridgeError):
     """A run history file that cannot be used now (locked by another process, read-only, full, damaged).
 
     Bad input (a file that is not a history, a record that does not exist) is an
     :class:`InputError` instead. ``path`` is the file.
     """
 
+    path: str
+
     def __init__(self, message: str, *, path: str) -> None:
-        super().__init__(message)
-        self.path = path
+        super().__init__(message, path=path)
 
 
 class StoreLockedError(StoreError):
@@ -178,6 +221,8 @@ class StoreLockedError(StoreError):
 
     The command line exits with code 75 ("try again", ``EX_TEMPFAIL``) on it.
     """
+
+    timeout: float
 
     def __init__(self, path: str, *, timeout: float, doing: str) -> None:
         super().__init__(
@@ -189,12 +234,8 @@ class StoreLockedError(StoreError):
         self.timeout = timeout
 
 
-class ContextMatchError(InputError):
+class ContextMatchError(_CarriesMatch, InputError):
     """Reference contexts matched no corpus document (``unmatched="error"``); ``.match`` has the details."""
-
-    def __init__(self, message: str, match: ContextMatch) -> None:
-        super().__init__(message)
-        self.match = match
 
 
 class ReplyParseError(InputError):
@@ -227,15 +268,16 @@ class CallTimeout(RankbridgeError):
     """
 
 
-class GenerationError(RankbridgeError):
+class GenerationError(_Carrying, RankbridgeError):
     """Some documents produced no query (failed, or the budget stopped the batch).
 
     ``result`` holds what was generated and the report; pass ``on_error="skip"`` to accept a partial set.
     """
 
+    result: GenerationResult
+
     def __init__(self, message: str, result: GenerationResult) -> None:
-        super().__init__(message)
-        self.result = result
+        super().__init__(message, result=result)
 
 
 # -- warnings ---------------------------------------------------------------------------------------------
@@ -247,12 +289,8 @@ class GoldenSetWarning(UserWarning):
     """A golden set was read, but part of it cannot be scored (questions without judgments)."""
 
 
-class UnmatchedContextsWarning(UserWarning):
+class UnmatchedContextsWarning(_CarriesMatch, UserWarning):
     """Some reference contexts matched no corpus document; ``.match`` holds the full :class:`ContextMatch`."""
-
-    def __init__(self, message: str, match: ContextMatch) -> None:
-        super().__init__(message)
-        self.match = match
 
 
 class UndefinedAgreementWarning(UserWarning):
