@@ -94,7 +94,7 @@ import functools
 import inspect
 import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -665,8 +665,16 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
     return run
 
 
-def _bar(plan: _Plan, progress: bool) -> Any:
-    return runner._Bar(progress and bool(plan.questions), len(plan.questions), 0, plan.name)
+@contextlib.contextmanager
+def _asking(plan: _Plan, progress: bool) -> Iterator[None]:
+    """The progress bar and the attached capture while the questions are asked (sync or async)."""
+    bar = plan.state.bar = runner._Bar(progress and bool(plan.questions), len(plan.questions), 0, plan.name)
+    try:
+        with plan.cap:
+            plan.attached = plan.cap.attached
+            yield
+    finally:
+        bar.close()
 
 
 # -- public entry points ------------------------------------------------------------------------------
@@ -752,13 +760,8 @@ def run_app(
         app, queries, retrieval=retrieval, concurrency=concurrency, timeout=timeout, name=name, id_from=id_from,
         doc_map=doc_map, keep_text=keep_text, input_key=input_key, answer_key=answer_key, frameworks=frameworks, k=k,
     )  # fmt: skip
-    bar = plan.state.bar = _bar(plan, progress)
-    try:
-        with plan.cap:
-            plan.attached = plan.cap.attached
-            interrupted = _ask_all(plan)
-    finally:
-        bar.close()
+    with _asking(plan, progress):
+        interrupted = _ask_all(plan)
     return _build(plan, interrupted)
 
 
@@ -798,11 +801,6 @@ async def arun_app(
         app, queries, retrieval=retrieval, concurrency=concurrency, timeout=timeout, name=name, id_from=id_from,
         doc_map=doc_map, keep_text=keep_text, input_key=input_key, answer_key=answer_key, frameworks=frameworks, k=k,
     )  # fmt: skip
-    bar = plan.state.bar = _bar(plan, progress)
-    try:
-        with plan.cap:
-            plan.attached = plan.cap.attached
-            await _aask_all(plan)
-    finally:
-        bar.close()
+    with _asking(plan, progress):
+        await _aask_all(plan)
     return _build(plan, False)

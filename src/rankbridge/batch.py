@@ -72,6 +72,7 @@ __all__ = [
     "Policy",
     "Task",
     "arun_block",
+    "check_number",
     "describe",
     "is_rate_limited",
     "retry_after",
@@ -237,7 +238,10 @@ def retry_after(exc: BaseException, *, now: float | None = None) -> float | None
 
 
 # -- the policy ----------------------------------------------------------------------------------------
-def _check_number(name: str, value: Any, *, integer: bool, minimum: float, strict: bool, none: bool) -> None:
+def check_number(name: str, value: Any, *, integer: bool, minimum: float, strict: bool, none: bool) -> None:
+    """Refuse ``value`` unless it is an int (``integer``) or a number, above ``minimum`` (``strict``) or at
+    least it, or None when ``none``: ``"<name> must be an int >= 1. Got 0 instead."`` (every policy's check).
+    """
     if value is None and none:
         return
     ok = isinstance(value, int) if integer else isinstance(value, (int, float))
@@ -291,14 +295,14 @@ class Policy:
     max_hung: int | None = None
 
     def __post_init__(self) -> None:
-        _check_number("concurrency", self.concurrency, integer=True, minimum=1, strict=False, none=False)
-        _check_number("timeout", self.timeout, integer=False, minimum=0, strict=True, none=True)
-        _check_number("retries", self.retries, integer=True, minimum=0, strict=False, none=False)
-        _check_number("backoff", self.backoff, integer=False, minimum=0, strict=False, none=False)
-        _check_number("max_backoff", self.max_backoff, integer=False, minimum=0, strict=False, none=False)
-        _check_number("jitter", self.jitter, integer=False, minimum=0, strict=False, none=False)
-        _check_number("rate_limit", self.rate_limit, integer=False, minimum=0, strict=True, none=True)
-        _check_number("max_hung", self.max_hung, integer=True, minimum=0, strict=False, none=True)
+        check_number("concurrency", self.concurrency, integer=True, minimum=1, strict=False, none=False)
+        check_number("timeout", self.timeout, integer=False, minimum=0, strict=True, none=True)
+        check_number("retries", self.retries, integer=True, minimum=0, strict=False, none=False)
+        check_number("backoff", self.backoff, integer=False, minimum=0, strict=False, none=False)
+        check_number("max_backoff", self.max_backoff, integer=False, minimum=0, strict=False, none=False)
+        check_number("jitter", self.jitter, integer=False, minimum=0, strict=False, none=False)
+        check_number("rate_limit", self.rate_limit, integer=False, minimum=0, strict=True, none=True)
+        check_number("max_hung", self.max_hung, integer=True, minimum=0, strict=False, none=True)
 
     @property
     def hung_limit(self) -> int:
@@ -420,9 +424,9 @@ class Budget:
         *,
         messages: Mapping[str, str] | None = None,
     ) -> None:
-        _check_number("max_calls", max_calls, integer=True, minimum=0, strict=False, none=True)
-        _check_number("max_tokens", max_tokens, integer=True, minimum=0, strict=False, none=True)
-        _check_number("max_errors", max_errors, integer=True, minimum=1, strict=False, none=True)
+        check_number("max_calls", max_calls, integer=True, minimum=0, strict=False, none=True)
+        check_number("max_tokens", max_tokens, integer=True, minimum=0, strict=False, none=True)
+        check_number("max_errors", max_errors, integer=True, minimum=1, strict=False, none=True)
         self.max_calls = max_calls
         self.max_tokens = max_tokens
         self.max_errors = max_errors

@@ -41,7 +41,7 @@ import math
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
 
@@ -163,22 +163,8 @@ class MlflowLog:
     qrels_fingerprint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (NaN metrics as None)."""
-        return {
-            "run_id": self.run_id,
-            "experiment_id": self.experiment_id,
-            "tracking_uri": self.tracking_uri,
-            "artifact_uri": self.artifact_uri,
-            "local_store": self.local_store,
-            "created_run": self.created_run,
-            "metric_keys": dict(self.metric_keys),
-            "metrics": {k: _json_value(v) for k, v in self.metrics.items()},
-            "params": dict(self.params),
-            "tags": dict(self.tags),
-            "artifacts": list(self.artifacts),
-            "truncated_params": list(self.truncated_params),
-            "qrels_fingerprint": self.qrels_fingerprint,
-        }
+        """A JSON-ready dict, one key per field (NaN metrics as None, tuples as lists)."""
+        return {f.name: _clean(getattr(self, f.name)) for f in fields(self)}
 
 
 # --------------------------------------------------------------------------------------------------

@@ -304,11 +304,16 @@ def _import_datasets() -> Any:
     return datasets
 
 
+def _class(target: str) -> Any:
+    """The class named ``"module:Class"`` (its module imported on first use)."""
+    module, cls = target.split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
 def _metric_class(spec: MetricSpec) -> Any:
     _import_ragas()
-    module, cls = spec.target.split(":")
     with _quiet_ragas():
-        return getattr(importlib.import_module(module), cls)
+        return _class(spec.target)
 
 
 def _has_rapidfuzz() -> bool:
@@ -773,61 +778,50 @@ def _make_recorder(usage: _Usage) -> Any:
 
 
 # -- models -----------------------------------------------------------------------------------------
-def _resolve_llm(llm: Any, run_config: Any) -> Any:
-    """The user's LLM as something ragas' classic metrics accept (never a client we build)."""
-    if llm is None:
+@dataclass(frozen=True)
+class _ModelKind:
+    """How the user's model of one kind reaches ragas' classic metrics (never a client we build)."""
+
+    param: str  # the keyword, as errors name it
+    expected: str
+    native: tuple[str, ...]  # ragas' own classes ("module:Class"), taken as they are
+    wrappers: tuple[tuple[str, str], ...]  # (a framework's base class, ragas' wrapper for it)
+
+
+_LLM = _ModelKind(
+    "llm",
+    "a LangChain chat model, a LlamaIndex LLM or a ragas LLM (llm_factory)",
+    ("ragas.llms.base:BaseRagasLLM", "ragas.llms.base:InstructorBaseRagasLLM"),
+    (
+        ("langchain_core.language_models:BaseLanguageModel", "ragas.llms.base:LangchainLLMWrapper"),
+        ("llama_index.core.base.llms.base:BaseLLM", "ragas.llms.base:LlamaIndexLLMWrapper"),
+    ),
+)
+_EMBEDDINGS = _ModelKind(
+    "embeddings",
+    "LangChain or LlamaIndex embeddings or a ragas embeddings object",
+    ("ragas.embeddings.base:BaseRagasEmbeddings", "ragas.embeddings.base:BaseRagasEmbedding"),
+    (
+        ("langchain_core.embeddings:Embeddings", "ragas.embeddings.base:LangchainEmbeddingsWrapper"),
+        ("llama_index.core.base.embeddings.base:BaseEmbedding", "ragas.embeddings.base:LlamaIndexEmbeddingsWrapper"),
+    ),
+)
+
+
+def _resolve_model(obj: Any, kind: _ModelKind, **options: Any) -> Any:
+    """``obj`` (None stays None) as ragas accepts a model of ``kind``; ``options`` go to ragas' wrapper."""
+    if obj is None:
         return None
-    from ragas.llms.base import BaseRagasLLM, InstructorBaseRagasLLM
-
-    if isinstance(llm, (BaseRagasLLM, InstructorBaseRagasLLM)):
-        return llm
-    from langchain_core.language_models import BaseLanguageModel
-
-    if isinstance(llm, BaseLanguageModel):
-        from ragas.llms.base import LangchainLLMWrapper
-
-        with _quiet_ragas():
-            return LangchainLLMWrapper(llm, run_config=run_config)
-    if "llama_index.core" in sys.modules:
-        from llama_index.core.base.llms.base import BaseLLM as LlamaIndexBaseLLM
-
-        if isinstance(llm, LlamaIndexBaseLLM):
-            from ragas.llms.base import LlamaIndexLLMWrapper
-
+    if isinstance(obj, tuple(_class(target) for target in kind.native)):
+        return obj
+    for base, wrapper in kind.wrappers:
+        # ragas depends on LangChain; LlamaIndex is looked at only when loaded (its objects imply it is)
+        if base.startswith("llama_index.") and "llama_index.core" not in sys.modules:
+            continue
+        if isinstance(obj, _class(base)):
             with _quiet_ragas():
-                return LlamaIndexLLMWrapper(llm, run_config=run_config)
-    raise InputError(
-        f"llm: expected a LangChain chat model, a LlamaIndex LLM or a ragas LLM (llm_factory), "
-        f"found {type(llm).__name__}"
-    )
-
-
-def _resolve_embeddings(embeddings: Any) -> Any:
-    if embeddings is None:
-        return None
-    from ragas.embeddings.base import BaseRagasEmbedding, BaseRagasEmbeddings
-
-    if isinstance(embeddings, (BaseRagasEmbeddings, BaseRagasEmbedding)):
-        return embeddings
-    from langchain_core.embeddings import Embeddings
-
-    if isinstance(embeddings, Embeddings):
-        from ragas.embeddings.base import LangchainEmbeddingsWrapper
-
-        with _quiet_ragas():
-            return LangchainEmbeddingsWrapper(embeddings)
-    if "llama_index.core" in sys.modules:
-        from llama_index.core.base.embeddings.base import BaseEmbedding
-
-        if isinstance(embeddings, BaseEmbedding):
-            from ragas.embeddings.base import LlamaIndexEmbeddingsWrapper
-
-            with _quiet_ragas():
-                return LlamaIndexEmbeddingsWrapper(embeddings)
-    raise InputError(
-        f"embeddings: expected LangChain or LlamaIndex embeddings or a ragas embeddings object, "
-        f"found {type(embeddings).__name__}"
-    )
+                return _class(wrapper)(obj, **options)
+    raise InputError(f"{kind.param}: expected {kind.expected}, found {type(obj).__name__}")
 
 
 # -- the plan: which metric, on which rows --------------------------------------------------------
@@ -1101,8 +1095,8 @@ def _prepare(
 
     run_config = RunConfig(timeout=timeout, max_retries=max_retries, max_wait=max_wait, max_workers=max_workers)  # type: ignore[arg-type]
     planned, skipped = _plan(metrics, has_llm=llm is not None, has_embeddings=embeddings is not None, rows=rows)
-    ragas_llm = _resolve_llm(llm, run_config)
-    ragas_emb = _resolve_embeddings(embeddings)
+    ragas_llm = _resolve_model(llm, _LLM, run_config=run_config)
+    ragas_emb = _resolve_model(embeddings, _EMBEDDINGS)
 
     # Which rows each metric can score; group metrics that read the same rows into one ragas call.
     not_eligible: dict[str, dict[str, str]] = {}

@@ -487,6 +487,12 @@ class _LedgerState:
 _Ledger = ray.remote(_LedgerState)
 
 
+def _actor_count(index: int) -> Any:
+    """A :class:`RayBudget` count read from its actor's ``state()``; an assignment (the base class's
+    ``__init__``) is ignored."""
+    return property(lambda self: self._state()[index], lambda self, value: None)
+
+
 class RayBudget(Budget):
     """A :class:`~rankbridge.batch.Budget` whose counts live in a Ray actor, shared by every block's session.
 
@@ -502,38 +508,11 @@ class RayBudget(Budget):
     def _state(self) -> tuple[int, int, int, str | None]:
         return ray.get(self._actor.state.remote())  # type: ignore[no-any-return]
 
-    # the counts are the actor's; the base class's own fields are never used
-    @property  # type: ignore[override]
-    def calls(self) -> int:
-        return self._state()[0]
-
-    @calls.setter
-    def calls(self, value: int) -> None:
-        pass
-
-    @property  # type: ignore[override]
-    def tokens(self) -> int:
-        return self._state()[1]
-
-    @tokens.setter
-    def tokens(self, value: int) -> None:
-        pass
-
-    @property  # type: ignore[override]
-    def errors(self) -> int:
-        return self._state()[2]
-
-    @errors.setter
-    def errors(self, value: int) -> None:
-        pass
-
-    @property  # type: ignore[override]
-    def stopped(self) -> str | None:
-        return self._state()[3]
-
-    @stopped.setter
-    def stopped(self, value: str | None) -> None:
-        pass
+    # the counts are the actor's (in the order of its state()); the base class's own fields are never used
+    calls = _actor_count(0)
+    tokens = _actor_count(1)
+    errors = _actor_count(2)
+    stopped = _actor_count(3)
 
     def admit(self) -> None:
         reason = ray.get(self._actor.admit.remote())

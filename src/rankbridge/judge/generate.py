@@ -22,7 +22,6 @@ Examples
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import random
 from collections.abc import Mapping, Sequence
@@ -31,15 +30,14 @@ from typing import Any, Literal
 
 from rankbridge import batch
 from rankbridge.errors import GenerationError, InputError
-from rankbridge.judge.grading import _doc_text, _json_objects, _repair_builder
+from rankbridge.judge.grading import _doc_text, _json_objects, _repair_builder, _run_items
 from rankbridge.judge.llm import (
-    BudgetExhausted,
     CallPolicy,
     LLMClient,
-    LLMError,
     ReplyParseError,
     Session,
     Usage,
+    _policy_of,
     as_llm,
     describe_llm,
     run_sync,
@@ -169,12 +167,6 @@ def _corpus_entries(corpus: Mapping[str, Any] | GoldenSet) -> dict[str, dict[str
     return out
 
 
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(f"{name} must be an int >= {minimum}. Got {value!r} instead.")
-    return value
-
-
 async def agenerate_golden_set(
     corpus: Mapping[str, Any] | GoldenSet,
     llm: Any,
@@ -195,15 +187,10 @@ async def agenerate_golden_set(
     """Async :func:`generate_golden_set`."""
     # no cache here: the model id is provenance only, so a callable's qualified name will do
     client: LLMClient = as_llm(llm, model_id=model_id or describe_llm(llm))
-    if policy is not None and policy_fields:
-        raise InputError("give either policy= or its fields as keywords, not both")
-    try:
-        pol = policy or CallPolicy(**policy_fields)
-    except TypeError as exc:
-        raise InputError(f"generate_queries: {exc}") from None
-    _check_int("n", n, 1)
-    _check_int("label", label, 1)
-    _check_int("min_chars", min_chars, 0)
+    pol = _policy_of(policy, policy_fields, "generate_queries")
+    batch.check_number("n", n, integer=True, minimum=1, strict=False, none=False)
+    batch.check_number("label", label, integer=True, minimum=1, strict=False, none=False)
+    batch.check_number("min_chars", min_chars, integer=True, minimum=0, strict=False, none=False)
     if isinstance(styles, str):
         styles = (styles,)
     if not styles:
@@ -232,24 +219,12 @@ async def agenerate_golden_set(
     def build(doc: str, style: str) -> str:
         return prompt.render({"document": texts[doc]}, style=style, style_text=known[style])
 
-    control = batch.Control()
-    escaped: list[BaseException] = []  # not the LLM's failure (a bug, Ctrl-C): raised once the batch stops
-
     async def ask(item: tuple[str, str]) -> str:
         doc, style = item
-        try:
-            text, _ = await session.ask(functools.partial(build, doc, style), parse_query, repair)
-        except (BudgetExhausted, LLMError, asyncio.CancelledError):
-            raise
-        except BaseException as exc:
-            with control.lock:
-                control.closed = True
-            escaped.append(exc)
-            raise
+        text, _ = await session.ask(functools.partial(build, doc, style), parse_query, repair)
         return text
 
-    def record(outcome: batch.Outcome) -> None:  # with control.lock held
-        i = int(outcome.key)
+    def record(i: int, outcome: batch.Outcome) -> None:  # with the engine's lock held
         failure = outcome.failure
         if failure is None:
             results[i] = outcome.value
@@ -260,11 +235,8 @@ async def agenerate_golden_set(
             session.note_failure()
 
     # the session makes each call (timeout, pacing, retries, budget); the engine runs the documents
-    tasks = [batch.Task(str(i), item) for i, item in enumerate(plan)]
     try:
-        await batch.run_async(tasks, ask, record, batch.Policy(concurrency=pol.concurrency, retries=0), control=control)
-        if escaped:
-            raise escaped[0]
+        await _run_items(plan, ask, record, pol.concurrency)
     finally:
         session.close()
     width = len(str(n))

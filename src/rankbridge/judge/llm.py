@@ -38,7 +38,7 @@ import contextlib
 import inspect
 import math
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -282,16 +282,6 @@ def run_sync(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return pool.submit(lambda: asyncio.run(factory())).result()
 
 
-def _check_positive(name: str, value: float | None, *, integer: bool, allow_none: bool, minimum: float) -> None:
-    if value is None and allow_none:
-        return
-    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-    if not ok or isinstance(value, bool) or value < minimum or (isinstance(value, float) and math.isnan(value)):  # type: ignore[operator]
-        kind = "an int" if integer else "a number"
-        extra = " or None" if allow_none else ""
-        raise InputError(f"{name} must be {kind} >= {minimum:g}{extra}. Got {value!r} instead.")
-
-
 @dataclass(frozen=True)
 class CallPolicy:
     """How a batch of LLM calls is made.
@@ -332,15 +322,14 @@ class CallPolicy:
     repairs: int = 1
 
     def __post_init__(self) -> None:
-        _check_positive("concurrency", self.concurrency, integer=True, allow_none=False, minimum=1)
-        _check_positive("rate_limit", self.rate_limit, integer=False, allow_none=True, minimum=1e-9)
-        _check_positive("retries", self.retries, integer=True, allow_none=False, minimum=0)
-        _check_positive("backoff", self.backoff, integer=False, allow_none=False, minimum=0)
-        _check_positive("timeout", self.timeout, integer=False, allow_none=True, minimum=1e-9)
-        _check_positive("max_calls", self.max_calls, integer=True, allow_none=True, minimum=0)
-        _check_positive("max_tokens", self.max_tokens, integer=True, allow_none=True, minimum=0)
-        _check_positive("max_errors", self.max_errors, integer=True, allow_none=True, minimum=1)
-        _check_positive("repairs", self.repairs, integer=True, allow_none=False, minimum=0)
+        # Building the engine's Policy and Budget checks the fields this policy shares with them
+        # (concurrency, retries, backoff; the limits). Checked here first: rate_limit and timeout, which
+        # this policy's messages give as ">= 1e-09", and the judge's own repairs.
+        batch.check_number("rate_limit", self.rate_limit, integer=False, minimum=1e-9, strict=False, none=True)
+        batch.check_number("timeout", self.timeout, integer=False, minimum=1e-9, strict=False, none=True)
+        batch.check_number("repairs", self.repairs, integer=True, minimum=0, strict=False, none=False)
+        self.batch_policy()
+        self.budget()
 
     def batch_policy(self) -> batch.Policy:
         """The engine's :class:`~rankbridge.batch.Policy` for each call (timeout, retries, backoff, pacing)."""
@@ -355,6 +344,17 @@ class CallPolicy:
     def budget(self) -> batch.Budget:
         """A fresh :class:`~rankbridge.batch.Budget` with this policy's limits."""
         return batch.Budget(self.max_calls, self.max_tokens, self.max_errors)
+
+
+def _policy_of(policy: CallPolicy | None, fields: Mapping[str, Any], caller: str) -> CallPolicy:
+    """``policy``, or a :class:`CallPolicy` of the caller's keyword ``fields`` (never both); an unknown field
+    is an :class:`~rankbridge.errors.InputError` naming it and ``caller``."""
+    if policy is not None and fields:
+        raise InputError("give either policy= or its fields as keywords, not both")
+    try:
+        return policy or CallPolicy(**fields)
+    except TypeError as exc:
+        raise InputError(f"{caller}: {exc}") from None
 
 
 @dataclass
