@@ -220,20 +220,28 @@ class Evaluation:
 
     def summary(self) -> str:
         """One paragraph on which queries the means are over."""
-        parts = [f"{self.num_queries} queries evaluated"]
-        if self.missing:
-            verb = "scored 0" if self.missing_policy == "zero" else "skipped; missing='zero' scores them 0"
-            parts.append(f"{len(self.missing)} missing from the run ({verb})")
-        if self.failed:
-            verb = "scored 0" if self.missing_policy == "zero" else "skipped"
-            parts.append(f"{len(self.failed)} failed ({verb})")
-        if self.no_relevant:
-            parts.append(f"{len(self.no_relevant)} with no relevant document")
-        if self.unjudged:
-            parts.append(f"{len(self.unjudged)} in the run but not in the qrels (not evaluated)")
-        if self.duplicates:
-            parts.append(f"{self.duplicates} duplicate hits dropped")
+        zero = self.missing_policy == "zero"
+        missing = "scored 0" if zero else "skipped; missing='zero' scores them 0"
+        clauses = count_clauses(
+            (len(self.missing), f"missing from the run ({missing})"),
+            (len(self.failed), f"failed ({'scored 0' if zero else 'skipped'})"),
+            (len(self.no_relevant), "with no relevant document"),
+            (len(self.unjudged), "in the run but not in the qrels (not evaluated)"),
+            (self.duplicates, "duplicate hits dropped"),
+        )
+        parts = [f"{self.num_queries} queries evaluated", *clauses]
         return "; ".join(parts) + "".join(f"\nwarning: {note}" for note in self.notes)
+
+
+def count_clauses(*counts: tuple[int, str]) -> list[str]:
+    """``"N what"`` for every ``(N, what)`` whose count is not 0, in order: the clauses of a one-line summary.
+
+    Examples
+    --------
+    >>> count_clauses((2, "failed"), (0, "resumed from the checkpoint"), (1, "duplicate hits dropped"))
+    ['2 failed', '1 duplicate hits dropped']
+    """
+    return [f"{n} {what}" for n, what in counts if n]
 
 
 def _import_pandas(feature: str) -> Any:

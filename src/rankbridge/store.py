@@ -189,11 +189,28 @@ CREATE INDEX metric_values_by_metric ON metric_values (metric, record_id);
 # Columns added to ``records`` after schema version 1 was first written, in order (see _migrate).
 _ADDED_COLUMNS = (("qrels_fingerprint", "TEXT"), ("query_set_fingerprint", "TEXT"))
 
-# Columns list() and latest() read: everything but the (possibly large) query lists.
+# Columns list() and latest() read: everything but the (possibly large) query lists. Each is the
+# RunRecord field of its name, but created_at (the timestamp) and the JSON texts config and tags.
 _RECORD_COLUMNS = (
-    "id, name, created_at, config, tags, qrels_name, metric_definitions_version, rankbridge_version, "
-    "missing_policy, num_queries, num_missing, num_failed, num_unjudged, num_no_relevant, duplicates, "
-    "latency_mean, latency_p95, qrels_fingerprint, query_set_fingerprint"
+    "id",
+    "name",
+    "created_at",
+    "config",
+    "tags",
+    "qrels_name",
+    "metric_definitions_version",
+    "rankbridge_version",
+    "missing_policy",
+    "num_queries",
+    "num_missing",
+    "num_failed",
+    "num_unjudged",
+    "num_no_relevant",
+    "duplicates",
+    "latency_mean",
+    "latency_p95",
+    "qrels_fingerprint",
+    "query_set_fingerprint",
 )
 
 
@@ -943,7 +960,7 @@ class RunStore:
             return db.execute(sql, params).fetchall()
 
     def _records(self, where: str, params: Sequence[Any], limit: int | None) -> builtins.list[RunRecord]:
-        sql = f"SELECT {_RECORD_COLUMNS} FROM records {where} ORDER BY created_at DESC, id DESC"
+        sql = f"SELECT {', '.join(_RECORD_COLUMNS)} FROM records {where} ORDER BY created_at DESC, id DESC"
         if limit is not None:
             if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
                 raise InputError(f"limit must be an int >= 0. Got {limit!r} instead.")
@@ -968,28 +985,16 @@ class RunStore:
 
     @staticmethod
     def _record(row: tuple[Any, ...], means: Sequence[tuple[str, float]]) -> RunRecord:
+        """A row of :data:`_RECORD_COLUMNS` and the record's ``(metric, mean)`` pairs as a :class:`RunRecord`."""
+        fields = dict(zip(_RECORD_COLUMNS, row, strict=True))
+        created_at, config, tags = fields.pop("created_at"), fields.pop("config"), fields.pop("tags")
         return RunRecord(
-            id=row[0],
-            name=row[1],
-            timestamp=_parse_time(row[2]),
-            config=json.loads(row[3]),
-            tags=tuple(json.loads(row[4])),
-            qrels_name=row[5],
-            metric_definitions_version=row[6],
-            rankbridge_version=row[7],
-            missing_policy=row[8],
-            num_queries=row[9],
-            num_missing=row[10],
-            num_failed=row[11],
-            num_unjudged=row[12],
-            num_no_relevant=row[13],
-            duplicates=row[14],
-            latency_mean=row[15],
-            latency_p95=row[16],
+            timestamp=_parse_time(created_at),
+            config=json.loads(config),
+            tags=tuple(json.loads(tags)),
             metrics=tuple(m for m, _ in means),
             mean=dict(means),
-            qrels_fingerprint=row[17],
-            query_set_fingerprint=row[18],
+            **fields,
         )
 
     def list(self, name: str | None = None, limit: int | None = None) -> builtins.list[RunRecord]:
