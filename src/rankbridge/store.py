@@ -81,7 +81,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -481,7 +481,42 @@ def _from_blob(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype="<f8").astype(np.float64, copy=True)
 
 
-class RunStore:
+_Self = TypeVar("_Self", bound="_Closing")
+
+
+class _Closing:
+    """``with obj:`` closes ``obj`` at the end (the run history; the judge and its cache)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class _SQLiteFile(_Closing):
+    """An SQLite connection behind a lock, set by the subclass (the run history; the judge cache)."""
+
+    _lock: threading.Lock | threading.RLock
+    _conn: sqlite3.Connection | None
+
+    def close(self) -> None:
+        """Close the file (idempotent). The last connection to close checkpoints a WAL into the file."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+class RunStore(_SQLiteFile):
     """A history of evaluations in one SQLite file (created on first use).
 
     Each :meth:`save` is one transaction: a crash or a kill mid-save leaves the file as it was. The file
@@ -683,24 +718,6 @@ class RunStore:
         if self._conn is None:
             raise RankbridgeError(f"{self.path}: the run history is closed")
         return self._conn
-
-    def close(self) -> None:
-        """Close the file (idempotent). The last connection to close checkpoints the WAL into the file."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    def __enter__(self) -> RunStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._conn is None else "open"

@@ -51,7 +51,6 @@ import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -74,11 +73,13 @@ from rankbridge.judge.llm import (
     ReplyParseError,
     Session,
     Usage,
+    _policy_of,
     as_llm,
     run_sync,
 )
 from rankbridge.judge.prompts import RELEVANCE_V1, REPAIR_V1, Prompt
 from rankbridge.metrics.ranking import build_table
+from rankbridge.store import _Closing, _SQLiteFile
 from rankbridge.types import GoldenSet, Qrels, Query, Run
 
 __all__ = [
@@ -343,7 +344,7 @@ def _write_failure(path: str, exc: sqlite3.Error) -> JudgeCacheError | None:
     return None
 
 
-class JudgmentCache:
+class JudgmentCache(_SQLiteFile):
     """Grades on disk (SQLite, standard library), keyed by (query text, document hash, model, prompt key).
 
     Each grade is written in its own transaction as soon as it is known, so an interrupted batch keeps
@@ -472,21 +473,6 @@ class JudgmentCache:
     def __len__(self) -> int:
         with self._lock:
             return int(self._connection().execute("SELECT COUNT(*) FROM judgments").fetchone()[0])
-
-    def close(self) -> None:
-        """Close the database connection (idempotent)."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    def __enter__(self) -> JudgmentCache:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"JudgmentCache({self.path!r})"
@@ -1087,7 +1073,7 @@ def relevance_summary(qrels: Qrels | Mapping[str, Mapping[str, int]], run: Run, 
 # ---------------------------------------------------------------------------------------------------
 # The judge
 # ---------------------------------------------------------------------------------------------------
-class Judge:
+class Judge(_Closing):
     """Grades (query, document) pairs 0-3 with an LLM, caching every grade.
 
     Parameters
@@ -1145,12 +1131,7 @@ class Judge:
         self._budget = budget
         if injection not in ("flag", "redact"):
             raise InputError(f"injection must be 'flag' or 'redact'. Got {injection!r} instead.")
-        if policy is not None and policy_fields:
-            raise InputError("give either policy= or its fields as keywords, not both")
-        try:
-            self.policy = policy or CallPolicy(**policy_fields)
-        except TypeError as exc:
-            raise InputError(f"Judge: {exc}") from None
+        self.policy = _policy_of(policy, policy_fields, "Judge")
         self.llm: LLMClient = as_llm(llm, model_id=model_id, anonymous=anonymous)
         self.prompt = prompt
         self.injection = injection
@@ -1166,14 +1147,6 @@ class Judge:
         """Close the cache if the judge opened it."""
         if self._owns_cache:
             self.cache.close()
-
-    def __enter__(self) -> Judge:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     @property
     def prompt_id(self) -> str:
