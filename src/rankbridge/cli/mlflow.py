@@ -11,11 +11,14 @@ import json
 from typing import Any
 
 from rankbridge.analysis import Comparison, compare
-from rankbridge.cli._common import add_command, add_run_arguments, paired_test_options, read_run_inputs
+from rankbridge.cli._common import add_command, add_run_arguments, options_of, paired_test_options, read_run_inputs
 from rankbridge.evaluate import Evaluation, evaluate
 from rankbridge.integrations.mlflow import DEFAULT_EXPERIMENT, log_evaluation
 
 __all__ = ["add_cli"]
+
+#: The options of ``mlflow log`` named as the keyword arguments of :func:`log_evaluation` they set.
+_LOG_OPTIONS = ("experiment", "run_name", "tracking_uri", "level", "n_resamples", "seed")
 
 
 def _cmd_log(args: argparse.Namespace) -> int:
@@ -36,12 +39,7 @@ def _cmd_log(args: argparse.Namespace) -> int:
         qrels=inputs.qrels,
         runs=inputs.runs,
         report=not args.no_report,
-        experiment=args.experiment,
-        run_name=args.run_name,
-        tracking_uri=args.tracking_uri,
-        level=args.level,
-        n_resamples=args.n_resamples,
-        seed=args.seed,
+        **options_of(args, _LOG_OPTIONS),
     )
     if args.json:
         print(json.dumps(logged.to_dict(), indent=2))
