@@ -676,3 +676,68 @@ def test_classmethods_delegate_to_the_loaders(tmp_path: Path) -> None:
     assert Qrels.from_ranx(qrels.to_ranx()).to_dict() == qrels.to_dict()
     back = Run.from_ranx(run.to_ranx())
     assert back.ranking("q1") == run.ranking("q1") and isinstance(run.to_ranx(), ranx.Run)
+
+
+# the public signatures of the golden-table readers, as they were spelled out before the keywords were declared once
+_GOLDEN_COLUMNS = ("id_column", "question_column", "relevant_column", "labels_column", "category_column")
+_GOLDEN_KEYWORDS: dict[Any, dict[str, Any]] = {
+    golden_from_rows: {"name": "golden"},
+    read_golden_jsonl: {"name": None},
+    read_golden_csv: {"delimiter": None, "name": None},
+    read_golden_parquet: {"name": None},
+    golden_from_pandas: {"name": "golden"},
+    golden_from_hf: {"split": "test", "name": "golden"},
+}
+
+
+@pytest.mark.parametrize("reader", list(_GOLDEN_KEYWORDS), ids=lambda r: r.__name__)
+def test_golden_readers_spell_out_their_keywords_and_refuse_any_other(reader: Any) -> None:
+    """help() and read_golden see every keyword with its default; a misspelt one is Python's TypeError."""
+    import inspect
+
+    params = inspect.signature(reader).parameters
+    keyword_only = {n: p.default for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    expected = {**_GOLDEN_KEYWORDS[reader], "qrels": None, "corpus": None}
+    expected.update(dict.fromkeys((*_GOLDEN_COLUMNS, "reference_column")))
+    assert keyword_only == expected
+    assert [n for n, p in params.items() if p.kind is not inspect.Parameter.KEYWORD_ONLY] == [next(iter(params))]
+    with pytest.raises(TypeError, match=rf"^{reader.__name__}\(\) got an unexpected keyword argument 'query_colum'$"):
+        reader([], query_colum="query")
+    with pytest.raises(InputError, match=r"option 'query_colum' does not apply .* it takes: .*question_column"):
+        read_golden([{"query": "q?", "relevant_ids": ["d1"]}], query_colum="query")
+
+
+def test_golden_reader_keywords_reach_the_reader(tmp_path: Path) -> None:
+    """Each keyword given is used, each left out is its default (a column named, qrels and corpus given apart)."""
+    path = tmp_path / "golden.csv"
+    path.write_text('key;prompt;gold;label_map;kind;answer\nk1;scurvy?;d1;{"d2": 2};med;vitamin C\n')
+    golden = read_golden_csv(
+        path,
+        delimiter=";",
+        id_column="key",
+        question_column="prompt",
+        relevant_column="gold",
+        labels_column="label_map",
+        category_column="kind",
+        reference_column="answer",
+        corpus={"d1": "Scurvy is...", "d2": "Vitamin C..."},
+    )
+    query = golden.queries[0]
+    assert (golden.name, query.id, query.text, query.category, query.reference) == (
+        "golden",
+        "k1",
+        "scurvy?",
+        "med",
+        "vitamin C",
+    )
+    assert golden.qrels.to_dict() == {"k1": {"d1": 1, "d2": 2}} and set(golden.corpus or {}) == {"d1", "d2"}
+    apart = golden_from_rows([{"id": "k1", "query": "scurvy?"}], qrels={"k1": {"d9": 1}}, name="given")
+    assert (apart.name, apart.qrels.to_dict()) == ("given", {"k1": {"d9": 1}})
+
+
+def test_qrels_and_corpus_tables_without_their_columns_say_what_they_need() -> None:
+    rows = [{"query": "scurvy?"}]
+    with pytest.raises(ParseError, match=r"expected a qrels table with a query id column .*; found columns: qid_x"):
+        golden_from_rows(rows, qrels=[{"qid_x": "q1"}])
+    with pytest.raises(ParseError, match=r"expected a corpus table with an id column .* text column .*: _id, body"):
+        golden_from_rows([{"id": "q1", "query": "scurvy?"}], qrels={"q1": ["d1"]}, corpus=[{"_id": "d1", "body": "x"}])

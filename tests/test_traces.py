@@ -723,3 +723,47 @@ def test_queries_as_given_by_golden_list() -> None:
             "retrieval.documents.0.document.id": "d7"}}  # fmt: skip
     run = read_openinference([span], golden=[Query("q5", "bread yeast")])
     assert run.ranking("q5") == ["d7"]
+
+
+# the public signatures of the trace readers, as they were spelled out before the keywords were declared once
+_TRACE_CAPTURE_KEYWORDS = {"golden": None, "id_from": None, "doc_map": None, "keep_text": True, "check_ids": True}
+_TRACE_READERS: dict[Any, dict[str, Any]] = {
+    openinference_capture: {**_TRACE_CAPTURE_KEYWORDS, "name": "openinference"},
+    langsmith_capture: {**_TRACE_CAPTURE_KEYWORDS, "name": "langsmith"},
+    read_openinference: {**_TRACE_CAPTURE_KEYWORDS, "name": "openinference", "stage": "final", "repeats": "first"},
+    read_langsmith: {**_TRACE_CAPTURE_KEYWORDS, "name": "langsmith", "stage": "final", "repeats": "first"},
+}
+
+
+@pytest.mark.parametrize("reader", list(_TRACE_READERS), ids=lambda r: r.__name__)
+def test_trace_readers_spell_out_their_keywords_and_refuse_any_other(reader: Any) -> None:
+    """help() sees every keyword with its default; a misspelt one is Python's TypeError, before anything is read."""
+    import inspect
+
+    params = inspect.signature(reader).parameters
+    assert next(iter(params)) == "source" and params["source"].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    keyword_only = {n: p.default for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert keyword_only == _TRACE_READERS[reader] and len(params) == len(keyword_only) + 1
+    with pytest.raises(TypeError, match=rf"^{reader.__name__}\(\) got an unexpected keyword argument 'check_id'$"):
+        reader([], check_id=False)
+
+
+def test_trace_reader_defaults_and_keywords_reach_the_capture() -> None:
+    """The defaults left out (name, keep_text, stage) and the keywords given (name, keep_text) are the ones used."""
+    span = {
+        "context": {"span_id": "0x0b"},
+        "attributes": {
+            "gen_ai.operation.name": "retrieval",
+            "gen_ai.retrieval.query.text": "tea",
+            "gen_ai.retrieval.documents": '[{"id": "t1", "score": 0.8, "content": "Green tea"}]',
+        },
+    }
+    run = read_openinference([span])
+    qid = run.query_ids()[0]
+    assert (run.name, run.config["source"], run.hits(qid)[0].text) == ("openinference", "openinference", "Green tea")
+    named = read_openinference([span], name="traced", keep_text=False, golden={"q1": "tea"})
+    assert (named.name, named.hits("q1")[0].text) == ("traced", None)
+    ls = langsmith_capture(
+        [{"id": "r1", "run_type": "retriever", "inputs": {"query": "tea"}, "outputs": {"documents": []}}]
+    )
+    assert (ls.name, ls.source) == ("langsmith", "langsmith")

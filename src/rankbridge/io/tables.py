@@ -64,10 +64,11 @@ import warnings
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rankbridge.errors import GoldenSetWarning, InputError, MissingExtraError, ParseError
 from rankbridge.io import load_qrels  # rankbridge.io loads this module lazily, so the package is complete here
+from rankbridge.io._keywords import keywords
 from rankbridge.io._open import (
     check_label,
     clip,
@@ -82,7 +83,11 @@ from rankbridge.io._open import (
 )
 from rankbridge.types import GoldenSet, Qrels, Query
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack is 3.11+
+
 __all__ = [
+    "GoldenOptions",
     "GoldenSetWarning",
     "golden_from_hf",
     "golden_from_pandas",
@@ -127,6 +132,22 @@ CORPUS_CANDIDATES: dict[str, tuple[str, ...]] = {
     "id": ("_id", "id", "doc_id", "corpus-id", "corpus_id", "docid"),
     "text": ("text", "contents", "content", "page_content"),
     "title": ("title",),
+}
+#: The tables given beside the questions: their candidate columns, the roles they must have, and the words
+#: of the error when one is missing.
+_SIDE_TABLES: dict[str, tuple[Mapping[str, tuple[str, ...]], tuple[str, ...], str]] = {
+    "qrels": (
+        QRELS_CANDIDATES,
+        ("id", "doc"),
+        "a qrels table with a query id column (query-id, query_id, qid) and a doc id column "
+        "(corpus-id, corpus_id, doc_id, docid)",
+    ),
+    "corpus": (
+        CORPUS_CANDIDATES,
+        ("id", "text"),
+        "a corpus table with an id column (_id, id, doc_id, corpus-id) and a text column "
+        "(text, contents, content, page_content)",
+    ),
 }
 
 
@@ -472,6 +493,19 @@ def question_rows(
 
 
 # -- qrels and corpus given beside the questions -----------------------------------------------------
+def _side_columns(kind: str, columns: Sequence[str], source: str) -> tuple[list[str], dict[str, str | None]]:
+    """The columns of the required roles, and of every role, of a qrels or corpus table (``kind``; guessed only).
+
+    A required role with no column is a ParseError saying what the table needs (``_SIDE_TABLES``).
+    """
+    candidates, required, expected = _SIDE_TABLES[kind]
+    cols = resolve_columns(columns, {}, candidates, source)
+    found = [col for col in (cols[role] for role in required) if col is not None]
+    if len(found) < len(required):
+        raise ParseError(f"expected {expected}; found columns: {names(columns)}", source=source)
+    return found, cols
+
+
 def coerce_qrels(qrels: Any, *, source: str = "qrels") -> Qrels:
     """A :class:`~rankbridge.Qrels` from qrels, a mapping, a qrels file or a flat qrels table.
 
@@ -503,14 +537,7 @@ def coerce_qrels(qrels: Any, *, source: str = "qrels") -> Qrels:
                 raise InputError(f"{where}: {exc}") from None
         return Qrels._trusted(data, name=source)
     columns, rows, src = table_rows(qrels, source=source)
-    cols = resolve_columns(columns, {}, QRELS_CANDIDATES, src)
-    if cols["id"] is None or cols["doc"] is None:
-        raise ParseError(
-            "expected a qrels table with a query id column (query-id, query_id, qid) and a doc id column "
-            f"(corpus-id, corpus_id, doc_id, docid); found columns: {names(columns)}",
-            source=src,
-        )
-    id_col, doc_col = cols["id"], cols["doc"]
+    (id_col, doc_col), cols = _side_columns("qrels", columns, src)
     out: dict[str, dict[str, int]] = {}
     for loc, row in rows:
         col: str | None = id_col
@@ -582,25 +609,19 @@ def coerce_corpus(corpus: Any, *, source: str = "corpus") -> dict[str, dict[str,
         return out
     else:
         columns, rows, src = table_rows(corpus, source=source)
-    cols = resolve_columns(columns, {}, CORPUS_CANDIDATES, src)
-    if cols["id"] is None or cols["text"] is None:
-        raise ParseError(
-            "expected a corpus table with an id column (_id, id, doc_id, corpus-id) and a text column "
-            f"(text, contents, content, page_content); found columns: {names(columns)}",
-            source=src,
-        )
+    (id_col, text_col), cols = _side_columns("corpus", columns, src)
     used = {c for c in cols.values() if c is not None}
     docs: dict[str, dict[str, Any]] = {}
     for loc, row in rows:
         try:
-            d = as_id(row.get(cols["id"]))
+            d = as_id(row.get(id_col))
         except InputError as exc:
-            raise loc.error(str(exc), cols["id"]) from None
-        text = _plain(row.get(cols["text"]))
+            raise loc.error(str(exc), id_col) from None
+        text = _plain(row.get(text_col))
         if not isinstance(text, str):
-            raise loc.error(f"expected the document text, found {type(text).__name__}", cols["text"])
+            raise loc.error(f"expected the document text, found {type(text).__name__}", text_col)
         if d in docs:
-            raise loc.error(f"doc id {d!r} appears twice", cols["id"])
+            raise loc.error(f"doc id {d!r} appears twice", id_col)
         title = row.get(cols["title"]) if cols["title"] else None
         meta = row.get("metadata") if "metadata" not in used else None
         extra = {k: _plain(v) for k, v in row.items() if k not in used and k != "metadata" and not is_missing(v)}
@@ -619,11 +640,9 @@ def _build(
     source: str,
     *,
     name: str,
-    qrels: Any,
-    corpus: Any,
-    explicit: Mapping[str, str | None],
+    options: GoldenOptions,
 ) -> GoldenSet:
-    explicit = dict(explicit)
+    qrels, corpus, explicit = options.get("qrels"), options.get("corpus"), _explicit(options)
     given_qrels = coerce_qrels(qrels, source=f"{name}/qrels") if qrels is not None else None
     candidates = dict(CANDIDATES)
     if given_qrels is not None:
@@ -711,7 +730,7 @@ def _build(
                     f"{source}: {len(unjudged)} of {len(queries)} questions have no relevant ids and are not "
                     f"judged (kept in golden.queries): {shown}"
                 ),
-                stacklevel=4,
+                stacklevel=5,  # the frame it named before the readers' keyword check (io._keywords) wrapped them
             )
     return GoldenSet(queries, out_qrels, corpus=coerce_corpus(corpus, source=f"{name}/corpus"), name=name)
 
@@ -723,37 +742,38 @@ def _blank(value: Any) -> bool:
         return False
 
 
-def _explicit(
-    id_column: str | None,
-    question_column: str | None,
-    relevant_column: str | None,
-    labels_column: str | None,
-    category_column: str | None,
-    reference_column: str | None,
-) -> dict[str, str | None]:
+class GoldenOptions(TypedDict, total=False):
+    """The keywords every golden-table reader takes besides ``name`` (:func:`golden_from_rows` documents them).
+
+    Each defaults to None: no qrels or corpus given apart, every column guessed.
+    """
+
+    qrels: Any
+    corpus: Any
+    id_column: str | None
+    question_column: str | None
+    relevant_column: str | None
+    labels_column: str | None
+    category_column: str | None
+    reference_column: str | None
+
+
+def _explicit(options: GoldenOptions) -> dict[str, str | None]:
+    """The column named for each role (None: guess it), in the order a wrong name is reported."""
     return {
-        "id": id_column,
-        "question": question_column,
-        "relevant": relevant_column,
-        "labels": labels_column,
-        "category": category_column,
-        "reference": reference_column,
+        "id": options.get("id_column"),
+        "question": options.get("question_column"),
+        "relevant": options.get("relevant_column"),
+        "labels": options.get("labels_column"),
+        "category": options.get("category_column"),
+        "reference": options.get("reference_column"),
     }
 
 
 # -- public readers ----------------------------------------------------------------------------------
+@keywords(GoldenOptions)
 def golden_from_rows(
-    rows: Iterable[Mapping[str, Any]],
-    *,
-    qrels: Any = None,
-    corpus: Any = None,
-    name: str = "golden",
-    id_column: str | None = None,
-    question_column: str | None = None,
-    relevant_column: str | None = None,
-    labels_column: str | None = None,
-    category_column: str | None = None,
-    reference_column: str | None = None,
+    rows: Iterable[Mapping[str, Any]], *, name: str = "golden", **options: Unpack[GoldenOptions]
 ) -> GoldenSet:
     """A golden set from a list of dicts, one per question (see the module docstring for the columns).
 
@@ -772,6 +792,9 @@ def golden_from_rows(
     id_column, question_column, relevant_column, labels_column, category_column, reference_column:
         The column of each role, overriding the guess.
 
+    Every golden-table reader takes these keywords (``qrels`` to ``reference_column`` are the keys of
+    :class:`GoldenOptions`, each None by default); one it does not take raises ``TypeError``.
+
     Examples
     --------
     >>> g = golden_from_rows([{"id": 1, "prompt": "scurvy?", "labels": {"d1": 2, "d2": 0}}], question_column="prompt")
@@ -783,22 +806,12 @@ def golden_from_rows(
     rankbridge.errors.ParseError: <rows>: row 0, column 'relevant_ids': expected an id (str or integer), found float 1.5
     """
     columns, table, src = table_rows(list(rows))
-    explicit = _explicit(id_column, question_column, relevant_column, labels_column, category_column, reference_column)
-    return _build(columns, table, src, name=name, qrels=qrels, corpus=corpus, explicit=explicit)
+    return _build(columns, table, src, name=name, options=options)
 
 
+@keywords(GoldenOptions)
 def read_golden_jsonl(
-    path: str | os.PathLike[str],
-    *,
-    qrels: Any = None,
-    corpus: Any = None,
-    name: str | None = None,
-    id_column: str | None = None,
-    question_column: str | None = None,
-    relevant_column: str | None = None,
-    labels_column: str | None = None,
-    category_column: str | None = None,
-    reference_column: str | None = None,
+    path: str | os.PathLike[str], *, name: str | None = None, **options: Unpack[GoldenOptions]
 ) -> GoldenSet:
     """Read a golden set from JSON Lines (``.jsonl`` or ``.jsonl.gz``), one question per line.
 
@@ -817,23 +830,16 @@ def read_golden_jsonl(
     rankbridge.errors.ParseError: ...golden.jsonl:2: column 'question': expected the question as non-empty text, ...
     """
     columns, rows, src = _jsonl_rows(path)
-    explicit = _explicit(id_column, question_column, relevant_column, labels_column, category_column, reference_column)
-    return _build(columns, rows, src, name=name or file_stem(path), qrels=qrels, corpus=corpus, explicit=explicit)
+    return _build(columns, rows, src, name=name or file_stem(path), options=options)
 
 
+@keywords(GoldenOptions)
 def read_golden_csv(
     path: str | os.PathLike[str],
     *,
     delimiter: str | None = None,
-    qrels: Any = None,
-    corpus: Any = None,
     name: str | None = None,
-    id_column: str | None = None,
-    question_column: str | None = None,
-    relevant_column: str | None = None,
-    labels_column: str | None = None,
-    category_column: str | None = None,
-    reference_column: str | None = None,
+    **options: Unpack[GoldenOptions],
 ) -> GoldenSet:
     """Read a golden set from CSV (``,``; ``.tsv`` files: tab), a header line, one question per row.
 
@@ -848,10 +854,13 @@ def read_golden_csv(
     >>> g = read_golden_csv(p)
     >>> g.name, g.qrels.to_dict(), g.queries[0].category
     ('golden', {'q1': {'d1': 1, 'd7': 1}}, 'medical')
+    >>> read_golden_csv(p, query_colum="query")
+    Traceback (most recent call last):
+    ...
+    TypeError: read_golden_csv() got an unexpected keyword argument 'query_colum'
     """
     columns, rows, src = _csv_rows(path, delimiter)
-    explicit = _explicit(id_column, question_column, relevant_column, labels_column, category_column, reference_column)
-    return _build(columns, rows, src, name=name or file_stem(path), qrels=qrels, corpus=corpus, explicit=explicit)
+    return _build(columns, rows, src, name=name or file_stem(path), options=options)
 
 
 def _parquet_rows(path: str | os.PathLike[str]) -> tuple[list[str], Rows, str]:
@@ -866,41 +875,20 @@ def _parquet_rows(path: str | os.PathLike[str]) -> tuple[list[str], Rows, str]:
     return table_rows(table, source=str(path))
 
 
+@keywords(GoldenOptions)
 def read_golden_parquet(
-    path: str | os.PathLike[str],
-    *,
-    qrels: Any = None,
-    corpus: Any = None,
-    name: str | None = None,
-    id_column: str | None = None,
-    question_column: str | None = None,
-    relevant_column: str | None = None,
-    labels_column: str | None = None,
-    category_column: str | None = None,
-    reference_column: str | None = None,
+    path: str | os.PathLike[str], *, name: str | None = None, **options: Unpack[GoldenOptions]
 ) -> GoldenSet:
     """Read a golden set from a Parquet file (needs ``pyarrow``: ``pip install 'rankbridge[pandas]'``).
 
     Parameters are those of :func:`golden_from_rows`; errors name the file and the 0-based row.
     """
     columns, rows, src = _parquet_rows(path)
-    explicit = _explicit(id_column, question_column, relevant_column, labels_column, category_column, reference_column)
-    return _build(columns, rows, src, name=name or file_stem(path), qrels=qrels, corpus=corpus, explicit=explicit)
+    return _build(columns, rows, src, name=name or file_stem(path), options=options)
 
 
-def golden_from_pandas(
-    df: Any,
-    *,
-    qrels: Any = None,
-    corpus: Any = None,
-    name: str = "golden",
-    id_column: str | None = None,
-    question_column: str | None = None,
-    relevant_column: str | None = None,
-    labels_column: str | None = None,
-    category_column: str | None = None,
-    reference_column: str | None = None,
-) -> GoldenSet:
+@keywords(GoldenOptions)
+def golden_from_pandas(df: Any, *, name: str = "golden", **options: Unpack[GoldenOptions]) -> GoldenSet:
     """A golden set from a pandas DataFrame, one question per row (columns as in :func:`golden_from_rows`).
 
     ``qrels`` and ``corpus`` may be DataFrames too (``query-id``/``corpus-id``/``score`` and
@@ -909,23 +897,12 @@ def golden_from_pandas(
     if _module_of(df) != "pandas" or not hasattr(df, "columns"):
         raise InputError(f"expected a pandas DataFrame, found {type(df).__name__}")
     columns, rows, src = table_rows(df)
-    explicit = _explicit(id_column, question_column, relevant_column, labels_column, category_column, reference_column)
-    return _build(columns, rows, src, name=name, qrels=qrels, corpus=corpus, explicit=explicit)
+    return _build(columns, rows, src, name=name, options=options)
 
 
+@keywords(GoldenOptions)
 def golden_from_hf(
-    data: Any,
-    *,
-    qrels: Any = None,
-    corpus: Any = None,
-    split: str = "test",
-    name: str = "golden",
-    id_column: str | None = None,
-    question_column: str | None = None,
-    relevant_column: str | None = None,
-    labels_column: str | None = None,
-    category_column: str | None = None,
-    reference_column: str | None = None,
+    data: Any, *, split: str = "test", name: str = "golden", **options: Unpack[GoldenOptions]
 ) -> GoldenSet:
     """A golden set from an HF ``datasets.Dataset`` (one question per row) or a ``DatasetDict``.
 
@@ -946,11 +923,10 @@ def golden_from_hf(
                 if keys
                 else "expected a DatasetDict with 'queries', found no splits"
             )
-        if qrels is None:
-            qrels = data.get("qrels", data.get(split))
-        if corpus is None:
-            corpus = data.get("corpus")
+        if options.get("qrels") is None:
+            options["qrels"] = data.get("qrels", data.get(split))
+        if options.get("corpus") is None:
+            options["corpus"] = data.get("corpus")
         data = data["queries"]
     columns, rows, src = table_rows(data)
-    explicit = _explicit(id_column, question_column, relevant_column, labels_column, category_column, reference_column)
-    return _build(columns, rows, src, name=name, qrels=qrels, corpus=corpus, explicit=explicit)
+    return _build(columns, rows, src, name=name, options=options)

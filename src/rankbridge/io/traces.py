@@ -42,16 +42,22 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
 from rankbridge.capture import QUERY_ID_KEY, Capture, CaptureRecord, QueryMatcher, Recorder
 from rankbridge.errors import InputError, MissingExtraError, ParseError
+from rankbridge.io._keywords import keywords
 from rankbridge.io._open import json_line, names, plain_suffix, read_text
 from rankbridge.retriever import IdSpec
 from rankbridge.types import GoldenSet, Query, Run
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack is 3.11+
+
 __all__ = [
     "TraceCapture",
+    "TraceOptions",
+    "TraceRunOptions",
     "langsmith_capture",
     "openinference_capture",
     "read_langsmith",
@@ -60,6 +66,32 @@ __all__ = [
 
 Golden = GoldenSet | Iterable[Query] | Mapping[str, str] | None
 DocMap = Mapping[str, str] | Callable[[str], str | None] | None
+
+
+class TraceOptions(TypedDict, total=False):
+    """The keywords every trace reader takes (:func:`read_openinference` documents them).
+
+    ``name`` defaults to the format (``"openinference"``, ``"langsmith"``), ``keep_text`` and ``check_ids``
+    to True, the others to None.
+    """
+
+    golden: Golden
+    id_from: IdSpec | None
+    doc_map: DocMap
+    keep_text: bool
+    name: str
+    check_ids: bool
+
+
+class TraceRunOptions(TraceOptions, total=False):
+    """:class:`TraceOptions` and the two of a run: ``stage`` (default ``"final"``), ``repeats`` (``"first"``)."""
+
+    stage: Literal["final", "retrieved"]
+    repeats: Literal["first", "last"]
+
+
+_CAPTURE_DEFAULTS: dict[str, object] = {"keep_text": True, "check_ids": True}
+_RUN_DEFAULTS: dict[str, object] = {**_CAPTURE_DEFAULTS, "stage": "final", "repeats": "first"}
 
 #: OpenInference attribute names (openinference-semantic-conventions 0.1.42; spelled out so that reading
 #: needs no package).
@@ -525,37 +557,54 @@ def _dataframe_rows(df: Any, where: str) -> list[_Span]:
     return out
 
 
+def _existing(path: str | os.PathLike[str]) -> str:
+    if not Path(path).exists():
+        raise ParseError("no such file", source=str(path))
+    return str(path)
+
+
+def _export_objects(
+    source: Any, *, one: str, many: str, is_one: Callable[[Any], bool], expected: str
+) -> tuple[Iterable[tuple[str, Any]], str]:
+    """``(where, object)`` for each object of an export (spans or runs), and a description of the source.
+
+    A path gives its JSON documents (where: the file, or ``file:line``), an object ``is_one`` accepts gives
+    itself (where: ``one``), any other iterable its items (``many[i]``); anything else is an InputError
+    saying what was ``expected``.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        path = _existing(source)
+        return _json_documents(path), path
+    if is_one(source):
+        return [(one, source)], one
+    if isinstance(source, Iterable) and not isinstance(source, (str, bytes)):
+        return ((f"{many}[{i}]", item) for i, item in enumerate(source)), many
+    raise InputError(f"source must be {expected}. Got {type(source).__name__} instead.")
+
+
 def _collect_spans(source: Any) -> tuple[list[_Span], str]:
     """Every span of ``source`` in the normal form, and a description of the source."""
     spans: list[_Span] = []
-    if isinstance(source, (str, os.PathLike)):
-        path = str(source)
-        if not Path(path).exists():
-            raise ParseError("no such file", source=path)
-        if plain_suffix(path) == ".parquet":
-            spans = _dataframe_rows(_read_parquet(path), path)
-        else:
-            for where, obj in _json_documents(path):
-                _spans_from_obj(obj, where, spans)
-        described = path
+    if isinstance(source, (str, os.PathLike)) and plain_suffix(str(source)) == ".parquet":
+        described = _existing(source)
+        spans = _dataframe_rows(_read_parquet(described), described)
     elif hasattr(source, "get_finished_spans"):  # an InMemorySpanExporter
         spans = [_sdk_span(s) for s in source.get_finished_spans()]
         described = f"<{type(source).__name__}>"
     elif hasattr(source, "columns") and hasattr(source, "to_dict"):
         spans = _dataframe_rows(source, "<DataFrame>")
         described = "<DataFrame>"
-    elif isinstance(source, Mapping):
-        _spans_from_obj(source, "<dict>", spans)
-        described = "<dict>"
-    elif isinstance(source, Iterable) and not isinstance(source, (str, bytes)):
-        for i, item in enumerate(source):
-            _spans_from_obj(item if not isinstance(item, tuple) else list(item), f"<spans>[{i}]", spans)
-        described = "<spans>"
     else:
-        raise InputError(
-            "source must be a path (.json OTLP export, .jsonl, .parquet), a Phoenix span DataFrame, a list of "
-            f"OpenTelemetry SDK spans or span dicts, or an InMemorySpanExporter. Got {type(source).__name__} instead."
+        objects, described = _export_objects(
+            source,
+            one="<dict>",
+            many="<spans>",
+            is_one=lambda obj: isinstance(obj, Mapping),
+            expected="a path (.json OTLP export, .jsonl, .parquet), a Phoenix span DataFrame, a list of "
+            "OpenTelemetry SDK spans or span dicts, or an InMemorySpanExporter",
         )
+        for where, obj in objects:
+            _spans_from_obj(list(obj) if isinstance(obj, tuple) else obj, where, spans)
     for i, span in enumerate(spans):
         span.order = i
     return spans, described
@@ -734,28 +783,25 @@ def _check_id_from(id_from: IdSpec | None, source: str) -> None:
 
 
 def _new_capture(
-    records: Sequence[CaptureRecord],
-    *,
-    golden: Golden,
-    id_from: IdSpec | None,
-    doc_map: DocMap,
-    keep_text: bool,
-    source: str,
-    counts: Mapping[str, Any],
-    name: str,
-    check_ids: bool,
+    records: Sequence[CaptureRecord], options: TraceOptions, *, source: str, counts: Mapping[str, Any]
 ) -> TraceCapture:
+    """The capture of ``records``; ``options`` holds every key (the readers' ``keywords`` filled them in)."""
     recorder = Recorder(
-        max_records=max(1, len(records)), id_from=id_from, doc_map=doc_map, keep_text=keep_text, retain="objects"
+        max_records=max(1, len(records)),
+        id_from=options["id_from"],
+        doc_map=options["doc_map"],
+        keep_text=options["keep_text"],
+        retain="objects",
     )
+    golden = options["golden"]
     cap = TraceCapture(
         recorder,
         QueryMatcher(golden),
         source=source,
         counts=counts,
-        name=name,
+        name=options["name"],
         golden=_golden_for(golden),
-        check_ids=check_ids,
+        check_ids=options["check_ids"],
     )
     for record in records:
         recorder.add(record)
@@ -839,16 +885,8 @@ def _nest(nodes: Iterable[_N], records: Mapping[str, CaptureRecord], by_id: Mapp
     return top
 
 
-def openinference_capture(
-    source: Any,
-    *,
-    golden: Golden = None,
-    id_from: IdSpec | None = None,
-    doc_map: DocMap = None,
-    keep_text: bool = True,
-    name: str = "openinference",
-    check_ids: bool = True,
-) -> TraceCapture:
+@keywords(TraceOptions, **_CAPTURE_DEFAULTS, name="openinference")
+def openinference_capture(source: Any, **options: Unpack[TraceOptions]) -> TraceCapture:
     """The retrieval spans of an OpenInference / OpenTelemetry export as a :class:`TraceCapture`.
 
     See :func:`read_openinference` for the parameters; this returns the capture itself (records,
@@ -861,7 +899,11 @@ def openinference_capture(
     InputError
         The source holds no retrieval span, or ``id_from='ref_doc_id'`` (not recorded in spans).
     """
-    _check_id_from(id_from, "an OpenInference span")
+    return _openinference(source, options)
+
+
+def _openinference(source: Any, options: TraceOptions) -> TraceCapture:
+    _check_id_from(options["id_from"], "an OpenInference span")
     spans, described = _collect_spans(source)
     by_id: dict[str, _Span] = {}
     for span in spans:
@@ -929,20 +971,11 @@ def openinference_capture(
     counts["rerankers_standalone"] = len(standalone)
     counts.update(doc_counts)
     ordered = [records[s.span_id] for s in sorted(top, key=_end_key)]
-    return _new_capture(
-        ordered,
-        golden=golden,
-        id_from=id_from,
-        doc_map=doc_map,
-        keep_text=keep_text,
-        source="openinference",
-        counts=counts,
-        name=name,
-        check_ids=check_ids,
-    )
+    return _new_capture(ordered, options, source="openinference", counts=counts)
 
 
-def _to_run(cap: TraceCapture, stage: str, repeats: str, check_ids: bool | None, source: str) -> Run:
+def _to_run(cap: TraceCapture, options: TraceRunOptions) -> Run:
+    stage, repeats, check_ids = options["stage"], options["repeats"], options["check_ids"]
     if stage not in ("final", "retrieved"):
         raise InputError(f"stage must be 'final' or 'retrieved'. Got {stage!r} instead.")
     if repeats not in ("first", "last"):
@@ -957,24 +990,14 @@ def _to_run(cap: TraceCapture, stage: str, repeats: str, check_ids: bool | None,
         )
     summary = cap.summary()
     for r in (run, *run.stages.values()):
-        r.config["source"] = source
+        r.config["source"] = cap.source
         r.config["summary"] = summary
         r.config["unmatched_queries"] = cap.unmatched
     return run
 
 
-def read_openinference(
-    source: Any,
-    *,
-    golden: Golden = None,
-    id_from: IdSpec | None = None,
-    doc_map: DocMap = None,
-    keep_text: bool = True,
-    name: str = "openinference",
-    stage: Literal["final", "retrieved"] = "final",
-    repeats: Literal["first", "last"] = "first",
-    check_ids: bool = True,
-) -> Run:
+@keywords(TraceRunOptions, **_RUN_DEFAULTS, name="openinference")
+def read_openinference(source: Any, **options: Unpack[TraceRunOptions]) -> Run:
     """Read the retrievals of OpenInference / Phoenix / OpenTelemetry GenAI spans as a ranked :class:`~rankbridge.Run`.
 
     Parameters
@@ -1037,10 +1060,7 @@ def read_openinference(
     >>> [(h.doc_id, h.score) for h in run.hits(run.query_ids()[0])]
     [('t1', 0.8), ('t2', 0.5)]
     """
-    cap = openinference_capture(
-        source, golden=golden, id_from=id_from, doc_map=doc_map, keep_text=keep_text, name=name, check_ids=check_ids
-    )
-    return _to_run(cap, stage, repeats, check_ids, "openinference")
+    return _to_run(_openinference(source, options), options)
 
 
 # -- LangSmith ---------------------------------------------------------------------------------------------------
@@ -1131,25 +1151,15 @@ def _flatten_runs(obj: Any, where: str, out: list[_LSRun], seen: set[str]) -> No
 def _collect_runs(source: Any) -> tuple[list[_LSRun], str]:
     runs: list[_LSRun] = []
     seen: set[str] = set()
-    if isinstance(source, (str, os.PathLike)):
-        path = str(source)
-        if not Path(path).exists():
-            raise ParseError("no such file", source=path)
-        for where, obj in _json_documents(path):
-            _flatten_runs(obj, where, runs, seen)
-        described = path
-    elif isinstance(source, Mapping) or hasattr(source, "run_type"):
-        _flatten_runs(source, "<run>", runs, seen)
-        described = "<run>"
-    elif isinstance(source, Iterable) and not isinstance(source, (str, bytes)):
-        for i, item in enumerate(source):
-            _flatten_runs(item, f"<runs>[{i}]", runs, seen)
-        described = "<runs>"
-    else:
-        raise InputError(
-            "source must be a path (.json list of runs, .jsonl one run per line), a list of run dicts or "
-            f"langsmith Run objects. Got {type(source).__name__} instead."
-        )
+    objects, described = _export_objects(
+        source,
+        one="<run>",
+        many="<runs>",
+        is_one=lambda obj: isinstance(obj, Mapping) or hasattr(obj, "run_type"),
+        expected="a path (.json list of runs, .jsonl one run per line), a list of run dicts or langsmith Run objects",
+    )
+    for where, obj in objects:
+        _flatten_runs(obj, where, runs, seen)
     for i, run in enumerate(runs):
         run.order = i
     return runs, described
@@ -1192,18 +1202,14 @@ def _ls_query(inputs: Any) -> str:
     return ""
 
 
-def langsmith_capture(
-    source: Any,
-    *,
-    golden: Golden = None,
-    id_from: IdSpec | None = None,
-    doc_map: DocMap = None,
-    keep_text: bool = True,
-    name: str = "langsmith",
-    check_ids: bool = True,
-) -> TraceCapture:
+@keywords(TraceOptions, **_CAPTURE_DEFAULTS, name="langsmith")
+def langsmith_capture(source: Any, **options: Unpack[TraceOptions]) -> TraceCapture:
     """The retriever runs of a LangSmith export as a :class:`TraceCapture` (see :func:`read_langsmith`)."""
-    _check_id_from(id_from, "a LangSmith run")
+    return _langsmith(source, options)
+
+
+def _langsmith(source: Any, options: TraceOptions) -> TraceCapture:
+    _check_id_from(options["id_from"], "a LangSmith run")
     runs, described = _collect_runs(source)
     by_id = {r.run_id: r for r in runs}
     retrievers = [r for r in runs if r.run_type == "retriever"]
@@ -1248,31 +1254,11 @@ def langsmith_capture(
             record.set_items([_lc_document(d, run.where, i) for i, d in enumerate(docs)])
         records[run.run_id] = record
     top = _nest(retrievers, records, by_id)
-    return _new_capture(
-        [records[r.run_id] for r in top],
-        golden=golden,
-        id_from=id_from,
-        doc_map=doc_map,
-        keep_text=keep_text,
-        source="langsmith",
-        counts=counts,
-        name=name,
-        check_ids=check_ids,
-    )
+    return _new_capture([records[r.run_id] for r in top], options, source="langsmith", counts=counts)
 
 
-def read_langsmith(
-    source: Any,
-    *,
-    golden: Golden = None,
-    id_from: IdSpec | None = None,
-    doc_map: DocMap = None,
-    keep_text: bool = True,
-    name: str = "langsmith",
-    stage: Literal["final", "retrieved"] = "final",
-    repeats: Literal["first", "last"] = "first",
-    check_ids: bool = True,
-) -> Run:
+@keywords(TraceRunOptions, **_RUN_DEFAULTS, name="langsmith")
+def read_langsmith(source: Any, **options: Unpack[TraceRunOptions]) -> Run:
     """Read the retriever runs of a LangSmith export as a ranked :class:`~rankbridge.Run`.
 
     Parameters
@@ -1302,7 +1288,4 @@ def read_langsmith(
     >>> run.ranking("q1")
     ['d1']
     """
-    cap = langsmith_capture(
-        source, golden=golden, id_from=id_from, doc_map=doc_map, keep_text=keep_text, name=name, check_ids=check_ids
-    )
-    return _to_run(cap, stage, repeats, check_ids, "langsmith")
+    return _to_run(_langsmith(source, options), options)
