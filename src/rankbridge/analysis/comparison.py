@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from rankbridge._numbers import fmt_ci, fmt_number, fmt_p, json_float, text_rows
+from rankbridge._numbers import JsonFields, fmt_ci, fmt_number, fmt_p, json_float, text_rows
 from rankbridge.analysis.paired import (
     TIE_TOLERANCE,
     PairedDifference,
@@ -73,10 +73,24 @@ __all__ = ["TIE_TOLERANCE", "Comparison", "PairedComparison", "QueryRow", "compa
 RunLike = Run | Mapping[str, Any] | Evaluation
 #: A joined column's values may sit this far outside its bounds (float rounding) before it is an error.
 _BOUND_SLACK = 1e-9
+#: The numbers of a :class:`PairedComparison` that are the kernel's as they are (a
+#: :class:`~rankbridge.analysis.paired.PairedDifference`); :func:`compare` adds the correction and the warning.
+_FROM_KERNEL = (
+    "baseline_mean",
+    "difference",
+    "test",
+    "effect_size",
+    "wins",
+    "ties",
+    "losses",
+    "power",
+    "num_queries",
+    "left_out",
+)
 
 
 @dataclass(frozen=True)
-class PairedComparison:
+class PairedComparison(JsonFields):
     """One run against the baseline on one metric, over the same queries.
 
     Attributes
@@ -143,32 +157,31 @@ class PairedComparison:
             return math.nan
         return self.difference.estimate / self.baseline_mean
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "metric": self.metric,
-            "run": self.run,
-            "baseline": self.baseline,
-            "baseline_mean": json_float(self.baseline_mean),
-            "difference": self.difference.to_dict(),
-            "relative_change": json_float(self.relative_change),
-            "test": self.test.to_dict(),
-            "pvalue": json_float(self.pvalue),
-            "pvalue_adjusted": json_float(self.pvalue_adjusted),
-            "significant": self.significant,
-            "effect_size": json_float(self.effect_size),
-            "wins": self.wins,
-            "ties": self.ties,
-            "losses": self.losses,
-            "power": json_float(self.power),
-            "warning": self.warning,
-            "num_queries": self.num_queries,
-            "left_out": self.left_out,
-        }
+    _json_keys = (
+        "metric",
+        "run",
+        "baseline",
+        "baseline_mean",
+        "difference",
+        "relative_change",
+        "test",
+        "pvalue",
+        "pvalue_adjusted",
+        "significant",
+        "effect_size",
+        "wins",
+        "ties",
+        "losses",
+        "power",
+        "warning",
+        "num_queries",
+        "left_out",
+    )
+    _json_omit = ("alpha",)  # the comparison's, written there
 
 
 @dataclass(frozen=True)
-class QueryRow:
+class QueryRow(JsonFields):
     """One query of :meth:`Comparison.per_query_table`: its values on every run, ranking and RAGAS columns alike.
 
     Attributes
@@ -187,18 +200,9 @@ class QueryRow:
     values: dict[str, dict[str, float]]
     reasons: dict[str, dict[str, str]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (NaN values become ``None``)."""
-        return {
-            "query_id": self.query_id,
-            "query": self.query,
-            "values": {m: {r: json_float(v) for r, v in runs.items()} for m, runs in self.values.items()},
-            "reasons": {m: dict(runs) for m, runs in self.reasons.items()},
-        }
-
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(JsonFields):
     """The result of :func:`compare`: pure data, printable, JSON-ready.
 
     Attributes
@@ -544,25 +548,28 @@ class Comparison:
         df["significant"] = pd.array(df["significant"].tolist(), dtype="boolean")
         return df
 
+    _json_keys = (
+        "runs",
+        "metrics",
+        "baseline",
+        "num_queries",
+        "test",
+        "correction",
+        "alpha",
+        "level",
+        "ci_method",
+        "n_resamples",
+        "seed",
+        "means",
+        "paired",
+        "warnings",
+        "unscored",
+    )
+    _json_omit = ("evaluations", "query_ids", "golden")  # the inputs, not the result; per_query=True adds the values
+
     def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
         """A JSON-ready dict; ``per_query=True`` adds every run's per-query values."""
-        out: dict[str, Any] = {
-            "runs": list(self.runs),
-            "metrics": list(self.metrics),
-            "baseline": self.baseline,
-            "num_queries": self.num_queries,
-            "test": self.test,
-            "correction": self.correction,
-            "alpha": self.alpha,
-            "level": self.level,
-            "ci_method": self.ci_method,
-            "n_resamples": self.n_resamples,
-            "seed": self.seed,
-            "means": {m: {r: iv.to_dict() for r, iv in runs.items()} for m, runs in self.means.items()},
-            "paired": {m: {r: pc.to_dict() for r, pc in runs.items()} for m, runs in self.paired.items()},
-            "warnings": list(self.warnings),
-            "unscored": {m: {r: list(q) for r, q in runs.items()} for m, runs in self.unscored.items()},
-        }
+        out = super().to_dict()
         if per_query:  # a query without a value (a failed RAGAS row) is null, never NaN
             out["query_ids"] = list(self.query_ids)
             out["per_query"] = {
@@ -867,19 +874,10 @@ def compare(
                 metric=m,
                 run=r,
                 baseline=baseline,
-                baseline_mean=pd.baseline_mean,
-                difference=pd.difference,
-                test=pd.test,
                 pvalue_adjusted=p_adj,
-                effect_size=pd.effect_size,
-                wins=pd.wins,
-                ties=pd.ties,
-                losses=pd.losses,
-                power=pd.power,
                 warning=warn,
                 alpha=alpha,
-                num_queries=n_pair,
-                left_out=pd.left_out,
+                **{name: getattr(pd, name) for name in _FROM_KERNEL},
             )
             j += 1
 

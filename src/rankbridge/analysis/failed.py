@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rankbridge._numbers import json_float
+from rankbridge._numbers import JsonFields
 from rankbridge.analysis.comparison import _named_runs
 from rankbridge.errors import InputError
 from rankbridge.evaluate import Evaluation, evaluate
@@ -27,7 +27,7 @@ __all__ = ["FailedQuery", "Failures", "RunFailures", "failures"]
 
 
 @dataclass(frozen=True)
-class FailedQuery:
+class FailedQuery(JsonFields):
     """One query in a failure list.
 
     Attributes
@@ -63,21 +63,6 @@ class FailedQuery:
     error: str | None = None
     value: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "query_id": self.query_id,
-            "query": self.query,
-            "run": self.run,
-            "expected": list(self.expected),
-            "retrieved": list(self.retrieved),
-            "top_score": json_float(self.top_score),
-            "first_relevant_rank": self.first_relevant_rank,
-            "judged_share": json_float(self.judged_share),
-            "error": self.error,
-            "value": json_float(self.value),
-        }
-
     def line(self) -> str:
         """One line for a text listing."""
         text = f" {self.query!r}" if self.query else ""
@@ -103,7 +88,7 @@ _LISTS = (
 
 
 @dataclass(frozen=True)
-class RunFailures:
+class RunFailures(JsonFields):
     """Failure lists of one run (see :func:`failures` for the definitions)."""
 
     run: str
@@ -125,19 +110,7 @@ class RunFailures:
         """List name -> number of queries."""
         return {name: len(getattr(self, name)) for name in _LISTS}
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        out: dict[str, Any] = {
-            "run": self.run,
-            "k": self.k,
-            "low_rank": self.low_rank,
-            "metric": self.metric,
-            "num_queries": self.num_queries,
-            "no_relevant": list(self.no_relevant),
-        }
-        for name in _LISTS:
-            out[name] = [item.to_dict() for item in getattr(self, name)]
-        return out
+    _json_keys = ("run", "k", "low_rank", "metric", "num_queries", "no_relevant", *_LISTS)
 
     def __str__(self) -> str:
         titles = {
@@ -161,7 +134,7 @@ class RunFailures:
 
 
 @dataclass(frozen=True)
-class Failures:
+class Failures(JsonFields):
     """The result of :func:`failures`: per-run lists and the queries no run solves."""
 
     runs: dict[str, RunFailures]
@@ -174,13 +147,7 @@ class Failures:
         except KeyError:
             raise InputError(f"run: expected one of {', '.join(map(repr, self.runs))}, found {run!r}") from None
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "k": self.k,
-            "runs": {name: rf.to_dict() for name, rf in self.runs.items()},
-            "unsolved": [item.to_dict() for item in self.unsolved],
-        }
+    _json_keys = ("k", "runs", "unsolved")
 
     def __str__(self) -> str:
         parts = [str(rf) for rf in self.runs.values()]

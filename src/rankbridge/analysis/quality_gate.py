@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from rankbridge._numbers import fmt_number, fmt_p, json_float
+from rankbridge._numbers import JsonFields, fmt_number, fmt_p
 from rankbridge.analysis.paired import paired_differences, unscored_reasons
 from rankbridge.errors import InputError
 from rankbridge.evaluate import Evaluation, evaluate
@@ -87,7 +87,7 @@ Mismatch = Literal["intersect", "error"]
 
 
 @dataclass(frozen=True)
-class GateResult:
+class GateResult(JsonFields):
     """The verdict of :func:`gate`: pure data, printable, JSON-ready; truthy when the gate passed.
 
     Attributes
@@ -201,36 +201,41 @@ class GateResult:
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (non-finite numbers become ``None``)."""
-        return {
-            "passed": self.passed,
-            "metric": self.metric,
-            "run": self.run,
-            "baseline": self.baseline,
-            "run_mean": json_float(self.run_mean),
-            "baseline_mean": json_float(self.baseline_mean),
-            "drop": json_float(self.drop),
-            "max_drop": self.max_drop,
-            "alpha": self.alpha,
-            "difference": self.difference.to_dict(),
-            "test": self.test.to_dict(),
-            "significant": self.significant,
-            "num_queries": self.num_queries,
-            "wins": self.wins,
-            "ties": self.ties,
-            "losses": self.losses,
-            "effect_size": json_float(self.effect_size),
-            "higher_is_better": self.higher_is_better,
-            "left_out": self.left_out,
-            "explanation": self.explanation(),
-            "notes": list(self.notes),
-        }
+    _json_keys = (
+        "passed",
+        "metric",
+        "run",
+        "baseline",
+        "run_mean",
+        "baseline_mean",
+        "drop",
+        "max_drop",
+        "alpha",
+        "difference",
+        "test",
+        "significant",
+        "num_queries",
+        "wins",
+        "ties",
+        "losses",
+        "effect_size",
+        "higher_is_better",
+        "left_out",
+        "explanation",
+        "notes",
+    )
+
+    def _json_extra(self) -> dict[str, Any]:
+        # the threshold as the caller gave it (max_drop=0 stays 0), and the verdict in words
+        return {"max_drop": self.max_drop, "explanation": self.explanation()}
 
 
 # -- inputs ------------------------------------------------------------------------------------------
 #: The largest share of shared queries a metric may lack a value for on either side (failed RAGAS rows).
 MAX_UNSCORED = 0.2
+#: The numbers of a :class:`GateResult` that are the kernel's as they are (a
+#: :class:`~rankbridge.analysis.paired.PairedDifference`); the gate adds the threshold and the verdict.
+_FROM_KERNEL = ("run_mean", "baseline_mean", "difference", "test", "wins", "ties", "losses", "effect_size")
 
 
 def _qrels_of(qrels: QrelsLike | None) -> Qrels | Mapping[str, Mapping[str, int]] | None:
@@ -453,20 +458,13 @@ def gate(
         metric=canonical,
         run=run_ev.run_name,
         baseline=base_label or base_ev.run_name,
-        run_mean=pd.run_mean,
-        baseline_mean=pd.baseline_mean,
-        difference=pd.difference,
-        test=pd.test,
         max_drop=float(max_drop),
         alpha=float(alpha),
         num_queries=len(keep),
-        wins=pd.wins,
-        ties=pd.ties,
-        losses=pd.losses,
-        effect_size=pd.effect_size,
         notes=tuple(notes),
         higher_is_better=facts.higher_is_better,
         left_out=left_out,
+        **{name: getattr(pd, name) for name in _FROM_KERNEL},
     )
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from rankbridge._numbers import fmt_ci, fmt_number, text_rows
+from rankbridge._numbers import JsonFields, fmt_ci, fmt_number, text_rows
 from rankbridge.analysis.paired import column_intervals
 from rankbridge.errors import InputError
 from rankbridge.evaluate import Evaluation
@@ -33,7 +33,7 @@ NO_VALUE = "(none)"
 
 
 @dataclass(frozen=True)
-class Slice:
+class Slice(JsonFields):
     """The queries that share one value of a slicing field, with their means.
 
     Attributes
@@ -59,19 +59,11 @@ class Slice:
         """How many queries the slice has."""
         return len(self.query_ids)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "name": self.name,
-            "n": self.n,
-            "query_ids": list(self.query_ids),
-            "means": {m: iv.to_dict() for m, iv in self.means.items()},
-            "warning": self.warning,
-        }
+    _json_keys = ("name", "n", "query_ids", "means", "warning")
 
 
 @dataclass(frozen=True)
-class SliceTable:
+class SliceTable(JsonFields):
     """Per-slice means of one run (see :func:`slices`)."""
 
     run: str
@@ -113,15 +105,8 @@ class SliceTable:
             lines.extend(warned)
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "run": self.run,
-            "by": self.by,
-            "metrics": list(self.metrics),
-            "slices": [s.to_dict() for s in self.slices],
-            "overall": {m: iv.to_dict() for m, iv in self.overall.items()},
-        }
+    _json_keys = ("run", "by", "metrics", "slices", "overall")
+    _json_omit = ("num_queries",)  # the JSON never carried it: each slice and overall mean has its own n
 
 
 def _slice_cell(iv: Interval, n: int) -> str:

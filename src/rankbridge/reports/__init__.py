@@ -21,54 +21,7 @@ Examples
 
 from __future__ import annotations
 
-from rankbridge.reports.model import (
-    CategoryRow,
-    CategoryTable,
-    CutoffTable,
-    FailedTop1,
-    FailureList,
-    Headline,
-    QueryItem,
-    RagasSection,
-    Recommendation,
-    RelevanceProfile,
-    RelevanceSection,
-    Report,
-    RerankRow,
-    RerankSection,
-    RunFailureSummary,
-    RunQueries,
-    SeriesPoint,
-    StrategyRow,
-    TrendPoint,
-    TrendSeries,
-    build_report,
-    plain_reading,
-    trend_from_history,
-)
+from rankbridge.reports import model
+from rankbridge.reports.model import *  # noqa: F403 -- the package's public names are the model's
 
-__all__ = [
-    "CategoryRow",
-    "CategoryTable",
-    "CutoffTable",
-    "FailedTop1",
-    "FailureList",
-    "Headline",
-    "QueryItem",
-    "RagasSection",
-    "Recommendation",
-    "RelevanceProfile",
-    "RelevanceSection",
-    "Report",
-    "RerankRow",
-    "RerankSection",
-    "RunFailureSummary",
-    "RunQueries",
-    "SeriesPoint",
-    "StrategyRow",
-    "TrendPoint",
-    "TrendSeries",
-    "build_report",
-    "plain_reading",
-    "trend_from_history",
-]
+__all__ = list(model.__all__)

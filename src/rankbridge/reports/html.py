@@ -93,6 +93,15 @@ TEMPLATE = r"""
 {%- endfor %}
 </table></div>
 {%- endmacro -%}
+{#- a plot, and its numbers in a table that starts open when there is no plot -#}
+{%- macro plotted_table(plot, summary) -%}
+{% if plot %}<figure>{{ plot }}</figure>{% endif %}
+<details{% if not plot %} open{% endif %}><summary>{{ summary }}</summary>
+<div class="scroll"><table>
+{{ caller() }}
+</table></div>
+</details>
+{%- endmacro -%}
 <div class="rb-report">
 <style>{{ css }}</style>
 <header>
@@ -199,15 +208,12 @@ W/T/L = questions won/tied/lost against the baseline</p>
 <p class="lead">How each measure grows (or falls) as more of the list is read: the top k is what a RAG
 prompt with k chunks would see.{% if c.ks[-1] < 20 %} The deepest list has {{ c.depth }} results; deeper cut-offs
 are left out.{% endif %}</p>
-{% if plots.cutoffs %}<figure>{{ plots.cutoffs }}</figure>{% endif %}
-<details{% if not plots.cutoffs %} open{% endif %}><summary>Values</summary>
-<div class="scroll"><table>
+{% call plotted_table(plots.cutoffs, "Values") -%}
 <tr><th class="l">measure</th><th class="l">run</th>{% for k in c.ks %}<th>@{{ k }}</th>{% endfor %}</tr>
 {%- for m in c.measures %}{% for run, vals in c.values[m].items() %}
 <tr{% if loop.first %} class="first"{% endif %}><td class="l">{{ m }}</td><td class="run">{{ run }}</td>{% for x in vals %}<td>{{ x|v }}</td>{% endfor %}</tr>
 {%- endfor %}{% endfor %}
-</table></div>
-</details>
+{%- endcall %}
 </section>
 {%- endif %}
 
@@ -217,17 +223,14 @@ are left out.{% endif %}</p>
 <h2>By {{ cat.by }}</h2>
 <p class="lead">The same metrics within each {{ cat.by }} (n = questions in it), with intervals. Small groups have
 wide intervals.</p>
-{% if plots.categories %}<figure>{{ plots.categories }}</figure>{% endif %}
-<details{% if not plots.categories %} open{% endif %}><summary>Values with intervals</summary>
-<div class="scroll"><table>
+{% call plotted_table(plots.categories, "Values with intervals") -%}
 <tr><th class="l">{{ cat.by }}</th><th>n</th><th class="l">run</th>{% for m in cat.metrics %}<th>{{ m }}</th><th class="l">CI</th>{% endfor %}</tr>
 {%- for row in cat.rows %}{% set outer = loop %}{% for run in cat.runs %}
 <tr{% if loop.first %} class="first"{% endif %}>{% if loop.first %}<td class="l" rowspan="{{ cat.runs|length }}"><b>{{ row.name }}</b>{% if row.warning %}<br><span class="muted" title="{{ row.warning }}">small group</span>{% endif %}</td><td rowspan="{{ cat.runs|length }}">{{ row.n }}</td>{% endif %}
 <td class="run">{{ run }}</td>
 {%- for m in cat.metrics %}{% set iv = row.values[m].get(run) %}<td>{{ iv.estimate|v if iv else "-" }}</td><td class="ci l">{{ iv|ci if iv else "" }}</td>{% endfor %}</tr>
 {%- endfor %}{% endfor %}
-</table></div>
-</details>
+{%- endcall %}
 </section>
 {%- endif %}
 

@@ -39,13 +39,13 @@ import os
 import re
 import warnings as _warnings
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from rankbridge._numbers import json_float
+from rankbridge._numbers import JsonFields
 from rankbridge._version import __version__
 from rankbridge.analysis import Comparison, FailedQuery, Failures, QueryRow, SliceTable
 from rankbridge.analysis import failures as compute_failures
@@ -65,7 +65,8 @@ from rankbridge.reports import html as _html
 from rankbridge.reports import json as _json
 from rankbridge.reports import markdown as _markdown
 from rankbridge.reports import terminal as _terminal
-from rankbridge.reports.cells import escape_controls, fmt_ci, fmt_diff, fmt_p, fmt_pct, fmt_value
+from rankbridge.reports.cells import escape_controls as escape_controls  # still importable from here
+from rankbridge.reports.cells import fmt_ci, fmt_diff, fmt_p, fmt_pct, fmt_value
 from rankbridge.store import RunStore, TrendPoint
 from rankbridge.types import GoldenSet, Qrels, Run
 
@@ -95,12 +96,6 @@ __all__ = [
     "TrendPoint",
     "TrendSeries",
     "build_report",
-    "escape_controls",
-    "fmt_ci",
-    "fmt_diff",
-    "fmt_p",
-    "fmt_pct",
-    "fmt_value",
     "plain_reading",
     "trend_from_history",
 ]
@@ -139,10 +134,6 @@ RAGAS_NOTE = (
 
 def _nan(x: float | None) -> bool:
     return x is None or not math.isfinite(x)
-
-
-def _iv_dict(iv: Interval | None) -> dict[str, Any] | None:
-    return None if iv is None else iv.to_dict()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -296,7 +287,7 @@ def _ragas_reading(name: str, value: float) -> str:
 
 
 @dataclass(frozen=True)
-class Headline:
+class Headline(JsonFields):
     """One headline number: the best run on a metric, what it means, and how it compares with the baseline.
 
     Attributes
@@ -320,20 +311,9 @@ class Headline:
     versus: str | None = None
     significant: bool | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "metric": self.metric,
-            "run": self.run,
-            "value": self.value.to_dict(),
-            "reading": self.reading,
-            "versus": self.versus,
-            "significant": self.significant,
-        }
-
 
 @dataclass(frozen=True)
-class StrategyRow:
+class StrategyRow(JsonFields):
     """One (metric, run) row of the per-strategy table; the paired fields are None for the baseline."""
 
     metric: str
@@ -365,34 +345,25 @@ class StrategyRow:
         why = f": {self.unscored_reasons}" if self.unscored_reasons else ""
         return f"n={self.mean.n} of {total}; {self.unscored} not scored{why}"
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "metric": self.metric,
-            "run": self.run,
-            "baseline": self.baseline,
-            "mean": self.mean.to_dict(),
-            "n": self.mean.n,
-            "unscored": self.unscored,
-            "unscored_reasons": self.unscored_reasons,
-            "paired_n": self.paired_n,
-            "left_out": self.left_out,
-            "reading": self.reading,
-            "difference": _iv_dict(self.difference),
-            "relative_change": json_float(self.relative_change),
-            "pvalue": json_float(self.pvalue),
-            "pvalue_adjusted": json_float(self.pvalue_adjusted),
-            "significant": self.significant,
-            "effect_size": json_float(self.effect_size),
-            "wins": self.wins,
-            "ties": self.ties,
-            "losses": self.losses,
-            "warning": self.warning,
-        }
+    def _json_extra(self) -> dict[str, Any]:
+        return {"n": self.mean.n}
+
+
+_ROW_FIELDS = tuple(f.name for f in fields(StrategyRow))
+#: A row's numbers that are its paired comparison's own, under the same names: its fields from ``difference``
+#: to ``warning`` (None on the baseline's row).
+_PAIRED_NUMBERS = _ROW_FIELDS[_ROW_FIELDS.index("difference") : _ROW_FIELDS.index("warning") + 1]
+#: What a row's JSON writes right after the mean: the questions it is over (n) and how many were scored.
+_SCORED_COUNTS = ("n", "unscored", "unscored_reasons", "paired_n", "left_out")
+StrategyRow._json_keys = (
+    *_ROW_FIELDS[: _ROW_FIELDS.index("mean") + 1],
+    *_SCORED_COUNTS,
+    *(name for name in _ROW_FIELDS[_ROW_FIELDS.index("mean") + 1 :] if name not in _SCORED_COUNTS),
+)
 
 
 @dataclass(frozen=True)
-class CutoffTable:
+class CutoffTable(JsonFields):
     """Metrics by rank cut-off: ``values[measure][run][i]`` is the mean at ``ks[i]``.
 
     Attributes
@@ -412,20 +383,11 @@ class CutoffTable:
     values: dict[str, dict[str, tuple[float, ...]]]
     depth: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "measures": list(self.measures),
-            "ks": list(self.ks),
-            "depth": self.depth,
-            "values": {
-                m: {r: [json_float(v) for v in vs] for r, vs in runs.items()} for m, runs in self.values.items()
-            },
-        }
+    _json_keys = ("measures", "ks", "depth", "values")
 
 
 @dataclass(frozen=True)
-class CategoryRow:
+class CategoryRow(JsonFields):
     """One category: its size, ``values[metric][run]`` means with intervals, and a small-sample warning."""
 
     name: str
@@ -433,18 +395,9 @@ class CategoryRow:
     values: dict[str, dict[str, Interval]]
     warning: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "name": self.name,
-            "n": self.n,
-            "values": {m: {r: iv.to_dict() for r, iv in runs.items()} for m, runs in self.values.items()},
-            "warning": self.warning,
-        }
-
 
 @dataclass(frozen=True)
-class CategoryTable:
+class CategoryTable(JsonFields):
     """Means per query category (or any metadata field, named in ``by``)."""
 
     by: str
@@ -452,18 +405,9 @@ class CategoryTable:
     runs: tuple[str, ...]
     rows: tuple[CategoryRow, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "by": self.by,
-            "metrics": list(self.metrics),
-            "runs": list(self.runs),
-            "rows": [r.to_dict() for r in self.rows],
-        }
-
 
 @dataclass(frozen=True)
-class QueryItem:
+class QueryItem(JsonFields):
     """One query in a list (best, worst, a failure list), with what was expected and what came back.
 
     ``top_text`` is the text of the first retrieved chunk when known (from the golden set's corpus, the
@@ -481,24 +425,9 @@ class QueryItem:
     top_text: str | None = None
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "query_id": self.query_id,
-            "query": self.query,
-            "run": self.run,
-            "value": json_float(self.value),
-            "expected": list(self.expected),
-            "retrieved": list(self.retrieved),
-            "top_score": json_float(self.top_score),
-            "first_relevant_rank": self.first_relevant_rank,
-            "top_text": self.top_text,
-            "error": self.error,
-        }
-
 
 @dataclass(frozen=True)
-class FailureList:
+class FailureList(JsonFields):
     """One failure list of one run: ``count`` queries, the first few in ``items``."""
 
     key: str
@@ -507,19 +436,9 @@ class FailureList:
     count: int
     items: tuple[QueryItem, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "key": self.key,
-            "label": self.label,
-            "title": self.title,
-            "count": self.count,
-            "items": [i.to_dict() for i in self.items],
-        }
-
 
 @dataclass(frozen=True)
-class RunFailureSummary:
+class RunFailureSummary(JsonFields):
     """A run's failure lists (zero hit, top-1 irrelevant, ranked low, mostly unjudged, failed)."""
 
     run: str
@@ -527,18 +446,9 @@ class RunFailureSummary:
     num_queries: int
     lists: tuple[FailureList, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "run": self.run,
-            "k": self.k,
-            "num_queries": self.num_queries,
-            "lists": [fl.to_dict() for fl in self.lists],
-        }
-
 
 @dataclass(frozen=True)
-class RunQueries:
+class RunQueries(JsonFields):
     """A run's best and worst queries by ``metric``."""
 
     run: str
@@ -546,18 +456,9 @@ class RunQueries:
     best: tuple[QueryItem, ...]
     worst: tuple[QueryItem, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "run": self.run,
-            "metric": self.metric,
-            "best": [i.to_dict() for i in self.best],
-            "worst": [i.to_dict() for i in self.worst],
-        }
-
 
 @dataclass(frozen=True)
-class SeriesPoint:
+class SeriesPoint(JsonFields):
     """A :class:`~rankbridge.store.TrendPoint` as a report shows it: the time as ISO 8601 text (a point given
     by hand may carry any label), the history record (None for such a point), and the mean."""
 
@@ -565,13 +466,9 @@ class SeriesPoint:
     record_id: int | None
     mean: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"timestamp": self.timestamp, "record_id": self.record_id, "mean": json_float(self.mean)}
-
 
 @dataclass(frozen=True)
-class TrendSeries:
+class TrendSeries(JsonFields):
     """A metric's mean across saved runs (of one run name, or all when ``name`` is None), oldest first.
 
     ``group`` names the comparable group of history records the points come from (the store's
@@ -595,19 +492,11 @@ class TrendSeries:
         base = self.metric if self.name is None else f"{self.metric} ({self.name})"
         return base if self.current or self.group is None else f"{base}, {self.group}"
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "metric": self.metric,
-            "name": self.name,
-            "group": self.group,
-            "current": self.current,
-            "points": [p.to_dict() for p in self.points],
-        }
+    _json_keys = ("metric", "name", "group", "current", "points")
 
 
 @dataclass(frozen=True)
-class RelevanceProfile:
+class RelevanceProfile(JsonFields):
     """How relevant one run's results are, by rank position and overall (top ``depth`` results).
 
     Attributes
@@ -642,20 +531,11 @@ class RelevanceProfile:
         """Share of results relevant or better ("relevant+": highly relevant and relevant together)."""
         return self.shares["highly relevant"] + self.shares["relevant"]
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "run": self.run,
-            "mean_by_rank": [json_float(v) for v in self.mean_by_rank],
-            "shares": {k: json_float(v) for k, v in self.shares.items()},
-            "relevant_plus": json_float(self.relevant_plus),
-            "counts": dict(self.counts),
-            "mean_relevance": _iv_dict(self.mean_relevance),
-        }
+    _json_keys = ("run", "mean_by_rank", "shares", "relevant_plus", "counts", "mean_relevance")
 
 
 @dataclass(frozen=True)
-class RelevanceSection:
+class RelevanceSection(JsonFields):
     """The relevance profile of every run.
 
     Attributes
@@ -686,21 +566,11 @@ class RelevanceSection:
     reading: str
     relevant_label: int = 1
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "graded": self.graded,
-            "max_label": self.max_label,
-            "high_label": self.high_label,
-            "relevant_label": self.relevant_label,
-            "depth": self.depth,
-            "profiles": [p.to_dict() for p in self.profiles],
-            "reading": self.reading,
-        }
+    _json_keys = ("graded", "max_label", "high_label", "relevant_label", "depth", "profiles", "reading")
 
 
 @dataclass(frozen=True)
-class RagasSection:
+class RagasSection(JsonFields):
     """RAGAS columns found in the evaluations.
 
     Attributes
@@ -747,27 +617,9 @@ class RagasSection:
         why = self.reasons.get(column, {}).get(run)
         return f"n={iv.n} of {total}; {k} not scored" + (f": {why}" if why else "")
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "columns": list(self.columns),
-            "values": {c: {r: iv.to_dict() for r, iv in runs.items()} for c, runs in self.values.items()},
-            "readings": dict(self.readings),
-            "note": self.note,
-            "compared": list(self.compared),
-            "num_queries": self.num_queries,
-            "unscored": {c: dict(runs) for c, runs in self.unscored.items()},
-            "reasons": {c: dict(runs) for c, runs in self.reasons.items()},
-            "differences": {c: {r: iv.to_dict() for r, iv in runs.items()} for c, runs in self.differences.items()},
-            "pvalues_adjusted": {
-                c: {r: json_float(p) for r, p in runs.items()} for c, runs in self.pvalues_adjusted.items()
-            },
-            "left_out": {c: dict(runs) for c, runs in self.left_out.items()},
-        }
-
 
 @dataclass(frozen=True)
-class PerQuerySection:
+class PerQuerySection(JsonFields):
     """The per-query table: one row per question, the headline metrics and RAGAS columns side by side.
 
     Bounded: the ``len(rows)`` worst questions by ``by`` (mean over the runs that scored it; a question no
@@ -795,17 +647,10 @@ class PerQuerySection:
     rows: tuple[QueryRow, ...]
     unscored: dict[str, int] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "metrics": list(self.metrics),
-            "runs": list(self.runs),
-            "by": self.by,
-            "total": self.total,
-            "shown": len(self.rows),
-            "rows": [r.to_dict() for r in self.rows],
-            "unscored": dict(self.unscored),
-        }
+    _json_keys = ("metrics", "runs", "by", "total", "shown", "rows", "unscored")
+
+    def _json_extra(self) -> dict[str, Any]:
+        return {"shown": len(self.rows)}
 
 
 def _flip(iv: Interval) -> Interval:
@@ -814,7 +659,7 @@ def _flip(iv: Interval) -> Interval:
 
 
 @dataclass(frozen=True)
-class Recommendation:
+class Recommendation(JsonFields):
     """The recommended strategy: the best mean on :attr:`metric`, and whether it beats the runner-up.
 
     Attributes
@@ -852,26 +697,9 @@ class Recommendation:
     text: str
     notes: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "metric": self.metric,
-            "run": self.run,
-            "value": self.value.to_dict(),
-            "runner_up": self.runner_up,
-            "runner_up_value": _iv_dict(self.runner_up_value),
-            "difference": _iv_dict(self.difference),
-            "pvalue": json_float(self.pvalue),
-            "adjusted": self.adjusted,
-            "significant": self.significant,
-            "test": self.test,
-            "text": self.text,
-            "notes": list(self.notes),
-        }
-
 
 @dataclass(frozen=True)
-class RerankRow:
+class RerankRow(JsonFields):
     """One strategy with and without its reranker (or postprocessor).
 
     Attributes
@@ -903,24 +731,26 @@ class RerankRow:
     pvalue: float | None = None
     significant: bool | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "strategy": self.strategy,
-            "without": self.without,
-            "with": self.with_,
-            "source": self.source,
-            "metric": self.metric,
-            "values": {k: v.to_dict() for k, v in self.values.items()},
-            "relevance": {k: v.to_dict() for k, v in self.relevance.items()},
-            "difference": _iv_dict(self.difference),
-            "pvalue": json_float(self.pvalue),
-            "significant": self.significant,
-        }
+    _json_keys = (
+        "strategy",
+        "without",
+        "with",
+        "source",
+        "metric",
+        "values",
+        "relevance",
+        "difference",
+        "pvalue",
+        "significant",
+    )
+    _json_omit = ("with_",)  # written as "with" (the field's underscore only dodges the keyword)
+
+    def _json_extra(self) -> dict[str, Any]:
+        return {"with": self.with_}
 
 
 @dataclass(frozen=True)
-class RerankSection:
+class RerankSection(JsonFields):
     """Every strategy with and without reranker: ``rows`` (paired ones first), and how runs were paired."""
 
     metric: str
@@ -933,19 +763,14 @@ class RerankSection:
         """The rows that have a reranker variant."""
         return tuple(r for r in self.rows if r.with_ is not None)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "metric": self.metric,
-            "depth": self.depth,
-            "rows": [r.to_dict() for r in self.rows],
-            "paired": len(self.paired),
-            "note": self.note,
-        }
+    _json_keys = ("metric", "depth", "rows", "paired", "note")
+
+    def _json_extra(self) -> dict[str, Any]:
+        return {"paired": len(self.paired)}  # how many rows have a reranker variant
 
 
 @dataclass(frozen=True)
-class FailedTop1:
+class FailedTop1(JsonFields):
     """A run's failed questions as Databricks counts them: the top result is judged not relevant (label 0).
 
     Attributes
@@ -971,20 +796,9 @@ class FailedTop1:
     num_queries: int
     items: tuple[QueryItem, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "run": self.run,
-            "count": self.count,
-            "unjudged": self.unjudged,
-            "empty": self.empty,
-            "num_queries": self.num_queries,
-            "items": [i.to_dict() for i in self.items],
-        }
-
 
 @dataclass(frozen=True)
-class Report:
+class Report(JsonFields):
     """Everything a retrieval report shows, as plain data; render it with the ``to_*`` methods.
 
     Build one with :func:`build_report` (or ``Report.from_comparison``). The object is frozen and holds
@@ -1104,39 +918,6 @@ class Report:
 
     # -- output -------------------------------------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of the whole report (non-finite numbers become ``None``)."""
-        return {
-            "title": self.title,
-            "generated_at": self.generated_at,
-            "rankbridge_version": self.rankbridge_version,
-            "qrels_name": self.qrels_name,
-            "num_queries": self.num_queries,
-            "runs": list(self.runs),
-            "baseline": self.baseline,
-            "metrics": list(self.metrics),
-            "settings": dict(self.settings),
-            "headlines": [h.to_dict() for h in self.headlines],
-            "strategies": [r.to_dict() for r in self.strategies],
-            "cutoffs": None if self.cutoffs is None else self.cutoffs.to_dict(),
-            "categories": None if self.categories is None else self.categories.to_dict(),
-            "queries": [q.to_dict() for q in self.queries],
-            "failures": [f.to_dict() for f in self.failures],
-            "unsolved": [u.to_dict() for u in self.unsolved],
-            "failures_k": self.failures_k,
-            "trend": [t.to_dict() for t in self.trend],
-            "relevance": None if self.relevance is None else self.relevance.to_dict(),
-            "ragas": None if self.ragas is None else self.ragas.to_dict(),
-            "warnings": list(self.warnings),
-            "notes": list(self.notes),
-            "recommendation": None if self.recommendation is None else self.recommendation.to_dict(),
-            "rerank": None if self.rerank is None else self.rerank.to_dict(),
-            "failed_top1": [f.to_dict() for f in self.failed_top1],
-            "trend_metric": self.trend_metric,
-            "trend_notes": list(self.trend_notes),
-            "per_query": None if self.per_query is None else self.per_query.to_dict(),
-        }
-
     def to_json(self, *, indent: int | None = 2) -> str:
         """The report as JSON text (see :mod:`rankbridge.reports.json`)."""
         return _json.render(self, indent=indent)
@@ -1198,6 +979,10 @@ class Report:
 
     def __str__(self) -> str:
         return self.to_markdown()
+
+
+# A report's JSON: its fields in order, but the per-query table last (it came after the other sections).
+Report._json_keys = (*(f.name for f in fields(Report) if f.name != "per_query"), "per_query")
 
 
 def _format_from_suffix(path: str) -> Format:
@@ -1283,36 +1068,21 @@ def _strategies(cmp: Comparison, reasons: Mapping[str, Mapping[str, str]]) -> tu
     for metric in cmp.metrics:
         for run in cmp.runs:
             iv = cmp.means[metric][run]
-            pc = cmp.paired[metric].get(run)
-            reading = _run_reading(cmp, metric, run, iv.estimate)
-            scored = {
-                "unscored": len(cmp.unscored.get(metric, {}).get(run, ())),
-                "unscored_reasons": reasons.get(metric, {}).get(run),
-            }
-            if pc is None:
-                rows.append(StrategyRow(metric, run, run == cmp.baseline, iv, reading, **scored))  # type: ignore[arg-type]
-                continue
+            pc = cmp.paired[metric].get(run)  # None for the baseline: its paired fields stay None
+            paired: dict[str, Any] = {}
+            if pc is not None:
+                paired = {name: getattr(pc, name) for name in ("left_out", *_PAIRED_NUMBERS)}
+                paired["paired_n"] = pc.num_queries
             rows.append(
                 StrategyRow(
-                    metric=metric,
-                    run=run,
-                    baseline=False,
-                    mean=iv,
-                    reading=reading,
-                    difference=pc.difference,
-                    relative_change=pc.relative_change,
-                    pvalue=pc.pvalue,
-                    pvalue_adjusted=pc.pvalue_adjusted,
-                    significant=pc.significant,
-                    effect_size=pc.effect_size,
-                    wins=pc.wins,
-                    ties=pc.ties,
-                    losses=pc.losses,
-                    warning=pc.warning,
-                    unscored=int(scored["unscored"] or 0),
-                    unscored_reasons=scored["unscored_reasons"],  # type: ignore[arg-type]
-                    paired_n=pc.num_queries,
-                    left_out=pc.left_out,
+                    metric,
+                    run,
+                    run == cmp.baseline,
+                    iv,
+                    _run_reading(cmp, metric, run, iv.estimate),
+                    unscored=len(cmp.unscored.get(metric, {}).get(run, ())),
+                    unscored_reasons=reasons.get(metric, {}).get(run),
+                    **paired,
                 )
             )
     return tuple(rows)
@@ -1793,19 +1563,25 @@ def _shorten(text: str | None, limit: int = 240) -> str | None:
     return one_line if len(one_line) <= limit else one_line[: limit - 1].rstrip() + "…"
 
 
+#: The fields a listed query takes from a failure list's query as they are (the top chunk's text is added).
+_FAILED_QUERY_FIELDS = (
+    "query_id",
+    "query",
+    "run",
+    "value",
+    "expected",
+    "retrieved",
+    "top_score",
+    "first_relevant_rank",
+    "error",
+)
+
+
 def _item(fq: FailedQuery, texts: Mapping[str, str]) -> QueryItem:
     top = fq.retrieved[0] if fq.retrieved else None
     return QueryItem(
-        query_id=fq.query_id,
-        query=fq.query,
-        run=fq.run,
-        value=fq.value,
-        expected=fq.expected,
-        retrieved=fq.retrieved,
-        top_score=fq.top_score,
-        first_relevant_rank=fq.first_relevant_rank,
+        **{name: getattr(fq, name) for name in _FAILED_QUERY_FIELDS},
         top_text=_shorten(texts.get(top)) if top is not None else None,
-        error=fq.error,
     )
 
 
