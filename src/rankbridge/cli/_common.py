@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rankbridge.analysis import EXIT_FAILED
+from rankbridge.cli._loader import load_object
 from rankbridge.io import load_qrels, load_run, read_golden
 from rankbridge.io._open import open_text
 from rankbridge.metrics.measures import Measure, parse_measures
@@ -46,6 +47,7 @@ __all__ = [
     "call_policy",
     "error",
     "load_judgments",
+    "load_llm",
     "options_of",
     "paired_test_options",
     "read_run_inputs",
@@ -282,13 +284,16 @@ _CALL_POLICY_OPTIONS: tuple[tuple[str, type[int] | type[float], int | None, str]
 )
 
 
+_LLM_METAVAR = "MODULE:ATTR"
+
+
 def add_llm_options(p: argparse.ArgumentParser) -> None:
     """``--llm`` and the call policy options of ``judge`` and ``generate``."""
     g = p.add_argument_group("LLM and budget")
     g.add_argument(
         "--llm",
         required=True,
-        metavar="MODULE:ATTR",
+        metavar=_LLM_METAVAR,
         help="the LLM: a LangChain chat model, a LlamaIndex LLM or a callable f(prompt) -> str, named as "
         "MODULE:ATTR, path/file.py:ATTR or MODULE:FACTORY(); a class or a zero-argument function is called to build it",
     )
@@ -299,6 +304,12 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
     )
     for flag, kind, default, text in _CALL_POLICY_OPTIONS:
         g.add_argument(flag, type=kind, default=default, help=text)
+
+
+def load_llm(args: argparse.Namespace) -> Any:
+    """The LLM the ``--llm`` option of :func:`add_llm_options` names, loaded by
+    :func:`~rankbridge.cli._loader.load_object` (a class or a zero-argument function is called)."""
+    return load_object(args.llm, "--llm", metavar=_LLM_METAVAR)
 
 
 def call_policy(args: argparse.Namespace) -> CallPolicy:

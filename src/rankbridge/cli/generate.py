@@ -18,8 +18,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rankbridge.cli._common import EXIT_INCOMPLETE, add_command, add_llm_options, call_policy
-from rankbridge.cli._loader import load_object
+from rankbridge.cli._common import EXIT_INCOMPLETE, add_command, add_llm_options, call_policy, load_llm
 from rankbridge.errors import InputError
 from rankbridge.io import read_beir_corpus, write_beir
 from rankbridge.types import GoldenSet
@@ -35,7 +34,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     if corpus_path is None:
         raise InputError("rankbridge generate: give --corpus corpus.jsonl or --data BEIR_FOLDER")
     corpus = read_beir_corpus(corpus_path)
-    llm = load_object(args.llm, "--llm", metavar="MODULE:ATTR")
+    llm = load_llm(args)
     result = generate_golden_set(
         corpus,
         llm,

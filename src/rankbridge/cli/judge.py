@@ -35,8 +35,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rankbridge.cli._common import EXIT_INCOMPLETE, add_command, add_llm_options, call_policy
-from rankbridge.cli._loader import load_object
+from rankbridge.cli._common import EXIT_INCOMPLETE, add_command, add_llm_options, call_policy, load_llm
 from rankbridge.errors import InputError, ModelIdRequired
 from rankbridge.io import load_qrels, load_run, read_beir_corpus, read_beir_queries, write_qrels
 from rankbridge.io._atomic import atomic_write
@@ -82,7 +81,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
         human = load_qrels(Path(args.data) / "qrels" / f"{args.split}.tsv")
     human_map = _label_map(args.human_map)
     cache = None if args.no_cache else args.cache
-    llm = load_object(args.llm, "--llm", metavar="MODULE:ATTR")
+    llm = load_llm(args)
     try:  # --no-cache: grades are not kept, so a one-off id is fine
         judge = Judge(llm, model_id=args.model_id, cache=cache, policy=call_policy(args), anonymous=args.no_cache)
     except ModelIdRequired as exc:
