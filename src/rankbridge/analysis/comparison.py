@@ -53,6 +53,7 @@ from rankbridge.metrics.measures import (
     parse_measures,
 )
 from rankbridge.metrics.stats import (
+    _TESTS,
     MIN_QUERIES,
     CIMethod,
     Interval,
@@ -752,7 +753,7 @@ def compare(
     >>> (pc.wins, pc.ties, pc.losses), pc.pvalue
     ((1, 1, 1), 1.0)
     """
-    _check_choice(test, ("permutation", "t", "wilcoxon"), "test")
+    _check_choice(test, _TESTS, "test")
     _check_choice(correction, ("holm", "none"), "correction")
     _check_choice(family, ("all", "metric"), "family")
     _check_alpha(alpha)

@@ -59,6 +59,7 @@ from rankbridge.evaluate import Evaluation, evaluate
 from rankbridge.io import load_run
 from rankbridge.metrics.measures import column_facts, column_name
 from rankbridge.metrics.stats import (
+    _TESTS,
     MIN_QUERIES,
     CIMethod,
     Interval,
@@ -377,7 +378,7 @@ def gate(
     'the drop of 0.0500 exceeds the allowed drop of 0.0100 but is not significant at alpha=0.05 ...'
     """
     _check_alpha(alpha)
-    _check_choice(test, ("permutation", "t", "wilcoxon"), "test")
+    _check_choice(test, _TESTS, "test")
     _check_choice(mismatch, ("intersect", "error"), "mismatch")
     if isinstance(max_drop, bool) or not isinstance(max_drop, (int, float)) or not max_drop >= 0:
         raise InputError(f"max_drop must be a number >= 0. Got {max_drop!r} instead.")
