@@ -1435,16 +1435,20 @@ def _group_reasons(reasons: Sequence[str], limit: int = 3) -> str:
     return text + (", ..." if len(ordered) > limit else "")
 
 
+def _reasons_of(rows: Mapping[str, QueryRow], column: str, run: str, qids: Sequence[str]) -> str:
+    """Why ``run`` has no value of ``column`` for ``qids`` (from the per-query table), grouped."""
+    return _group_reasons(
+        [rows[q].reasons.get(column, {}).get(run, "not scored") if q in rows else "not scored" for q in qids]
+    )
+
+
 def _unscored_reasons(cmp: Comparison, rows: Mapping[str, QueryRow]) -> dict[str, dict[str, str]]:
     """``{metric: {run: grouped reasons}}`` of the comparison's unscored cells."""
     out: dict[str, dict[str, str]] = {}
     for metric, by_run in cmp.unscored.items():
         for run, qids in by_run.items():
             if qids:
-                found = [
-                    rows[q].reasons.get(metric, {}).get(run, "not scored") if q in rows else "not scored" for q in qids
-                ]
-                out.setdefault(metric, {})[run] = _group_reasons(found)
+                out.setdefault(metric, {})[run] = _reasons_of(rows, metric, run, qids)
     return out
 
 
@@ -1484,12 +1488,8 @@ def _ragas(
             nan = np.isnan(v)
             if nan.any():
                 unscored.setdefault(col, {})[run] = int(nan.sum())
-                found = [
-                    rows[q].reasons.get(col, {}).get(run, "not scored") if q in rows else "not scored"
-                    for q, bad in zip(ev.query_ids, nan.tolist(), strict=True)
-                    if bad
-                ]
-                why.setdefault(col, {})[run] = _group_reasons(found)
+                qids = [q for q, bad in zip(ev.query_ids, nan.tolist(), strict=True) if bad]
+                why.setdefault(col, {})[run] = _reasons_of(rows, col, run, qids)
             values[col][run] = cmp.interval(v, column_facts(col).bounds)  # over the scored rows
     readings = {c: _ragas_reading(c[len(RAGAS_PREFIX) :], math.nan) for c in columns}
     return RagasSection(
