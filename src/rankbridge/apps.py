@@ -482,12 +482,10 @@ def _prepare(
         raise InputError(
             f"retrieval must be one of {', '.join(map(repr, RETRIEVAL_CHOICES))}. Got {retrieval!r} instead."
         )
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise InputError(f"concurrency must be an int >= 1. Got {concurrency!r} instead.")
+    batch.check_number("concurrency", concurrency, integer=True, minimum=1, strict=False, none=False)
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
         raise InputError(f"timeout must be a number of seconds > 0, or None. Got {timeout!r} instead.")
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise InputError(f"k must be an int >= 1 or None. Got {k!r} instead.")
+    batch.check_number("k", k, integer=True, minimum=1, strict=False, none=True)
     call = _resolve(app, _kind(app) or "", input_key)
     questions = runner._as_queries(queries)
     if call.sequential is not None:

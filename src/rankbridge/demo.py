@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from rankbridge.batch import check_number
 from rankbridge.errors import InputError, MissingExtraError
 from rankbridge.io.beir import read_beir
 from rankbridge.types import GoldenSet, Qrels, Run
@@ -278,8 +279,7 @@ def build_strategies(
     """
     if not golden.corpus:
         raise InputError("the golden set has no corpus to build retrievers from")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be an int >= 1. Got {k!r} instead.")
+    check_number("k", k, integer=True, minimum=1, strict=False, none=False)
     depth = 2 * k if candidates is None else candidates
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < k:
         raise InputError(f"candidates must be an int >= k ({k}). Got {candidates!r} instead.")

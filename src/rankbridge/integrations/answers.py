@@ -299,10 +299,8 @@ def generate_answers(
     >>> answers.responses()
     {'q1': 'WHY?', 'q2': 'HOW?'}
     """
-    if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
-        raise InputError(f"max_workers must be an int >= 1. Got {max_workers!r} instead.")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
-        raise InputError(f"timeout must be a number > 0 or None. Got {timeout!r} instead.")
+    batch.check_number("max_workers", max_workers, integer=True, minimum=1, strict=False, none=False)
+    batch.check_number("timeout", timeout, integer=False, minimum=0, strict=True, none=True)
     call = _caller(pipeline, input_key)
     questions = _as_questions(queries)
 

@@ -347,8 +347,7 @@ def _doc_text(doc: Mapping[str, Any]) -> str | None:
 
 
 def _check_k(k: int | None) -> None:
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise InputError(f"k must be an int >= 1 or None. Got {k!r} instead.")
+    batch.check_number("k", k, integer=True, minimum=1, strict=False, none=True)
 
 
 def _build_rows(
@@ -663,10 +662,8 @@ class Budget:
     max_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_prompts", "max_tokens"):
-            v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                raise InputError(f"{name} must be an int >= 0 or None. Got {v!r} instead.")
+        batch.check_number("max_prompts", self.max_prompts, integer=True, minimum=0, strict=False, none=True)
+        batch.check_number("max_tokens", self.max_tokens, integer=True, minimum=0, strict=False, none=True)
 
 
 #: The stop reasons of :class:`Budget`, in the bridge's words (prompts, not calls).
@@ -1055,15 +1052,6 @@ class _Prepared:
     run: Run
 
 
-def _check_positive(name: str, value: Any, *, integer: bool, allow_zero: bool = False) -> None:
-    ok_type = (int,) if integer else (int, float)
-    low_ok = value >= 0 if allow_zero else value > 0
-    if isinstance(value, bool) or not isinstance(value, ok_type) or not low_ok:
-        kind = "an int" if integer else "a number"
-        bound = ">= 0" if allow_zero else (">= 1" if integer else "> 0")
-        raise InputError(f"{name} must be {kind} {bound}. Got {value!r} instead.")
-
-
 def _prepare(
     run: Run,
     golden: GoldenSet,
@@ -1081,10 +1069,10 @@ def _prepare(
     max_workers: int,
     budget: Budget | int | None,
 ) -> _Prepared:
-    _check_positive("timeout", timeout, integer=False)
-    _check_positive("max_retries", max_retries, integer=True, allow_zero=True)
-    _check_positive("max_wait", max_wait, integer=False, allow_zero=True)
-    _check_positive("max_workers", max_workers, integer=True)
+    batch.check_number("timeout", timeout, integer=False, minimum=0, strict=True, none=False)
+    batch.check_number("max_retries", max_retries, integer=True, minimum=0, strict=False, none=False)
+    batch.check_number("max_wait", max_wait, integer=False, minimum=0, strict=False, none=False)
+    batch.check_number("max_workers", max_workers, integer=True, minimum=1, strict=False, none=False)
     if isinstance(budget, int) and not isinstance(budget, bool):
         budget = Budget(max_prompts=budget)
     if budget is not None and not isinstance(budget, Budget):

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from rankbridge.batch import Budget
+from rankbridge.batch import Budget, check_number
 from rankbridge.errors import BudgetExceededError, IdMismatchError, InputError, MissingExtraError, RetrievalError
 from rankbridge.evaluate import (
     Evaluation,
@@ -161,12 +161,9 @@ class RayExecutor:
     max_retries: int = 3
 
     def __post_init__(self) -> None:
-        if self.block_size is not None and (not isinstance(self.block_size, int) or self.block_size < 1):
-            raise InputError(f"block_size must be an int >= 1 or None. Got {self.block_size!r} instead.")
-        if not isinstance(self.num_cpus, (int, float)) or self.num_cpus <= 0:
-            raise InputError(f"num_cpus must be a number > 0. Got {self.num_cpus!r} instead.")
-        if self.max_in_flight is not None and (not isinstance(self.max_in_flight, int) or self.max_in_flight < 1):
-            raise InputError(f"max_in_flight must be an int >= 1 or None. Got {self.max_in_flight!r} instead.")
+        check_number("block_size", self.block_size, integer=True, minimum=1, strict=False, none=True)
+        check_number("num_cpus", self.num_cpus, integer=False, minimum=0, strict=True, none=False)
+        check_number("max_in_flight", self.max_in_flight, integer=True, minimum=1, strict=False, none=True)
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _cpus(self) -> float:

@@ -509,8 +509,7 @@ def pool(runs: RunsLike, k: int = 10) -> dict[str, list[str]]:
     >>> pool([a, b], k=2)
     {'q1': ['d1', 'd4', 'd2'], 'q2': ['d9']}
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be an int >= 1. Got {k!r} instead.")
+    batch.check_number("k", k, integer=True, minimum=1, strict=False, none=False)
     run_list = _run_list(runs)
     rankings: dict[str, list[list[str]]] = {}
     for run in run_list:
@@ -1062,8 +1061,7 @@ def relevance_summary(qrels: Qrels | Mapping[str, Mapping[str, int]], run: Run, 
     >>> s.distribution, s.mean_relevance, s.failed_queries
     ({0: 2, 3: 1, None: 1}, 1.0, ('q2',))
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be an int >= 1. Got {k!r} instead.")
+    batch.check_number("k", k, integer=True, minimum=1, strict=False, none=False)
     q = qrels if isinstance(qrels, Qrels) else Qrels(qrels)
     qids = list(q)
     top = top_labels(build_table(q, {qid: run.ranking(qid) for qid in qids if qid in run}, qids), k)
