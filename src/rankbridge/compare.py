@@ -7,8 +7,7 @@ Use ``rankbridge.compare(...)`` or ``from rankbridge.analysis import compare``.
 
 from __future__ import annotations
 
-import warnings
-
+from rankbridge._deprecated import warn_moved
 from rankbridge.analysis import (
     NO_VALUE,
     TIE_TOLERANCE,
@@ -41,9 +40,4 @@ __all__ = [
     "slices",
 ]
 
-warnings.warn(
-    "rankbridge.compare is deprecated as a module: import from rankbridge.analysis instead (same names), "
-    "or call rankbridge.compare(...)",
-    DeprecationWarning,
-    stacklevel=2,
-)
+warn_moved(__name__, "rankbridge.analysis", also_called=True)

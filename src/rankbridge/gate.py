@@ -6,8 +6,7 @@ Importing it warns once (``DeprecationWarning``); every name is the object of th
 
 from __future__ import annotations
 
-import warnings
-
+from rankbridge._deprecated import warn_moved
 from rankbridge.analysis.quality_gate import (
     EXIT_FAILED,
     EXIT_PASSED,
@@ -19,9 +18,4 @@ from rankbridge.analysis.quality_gate import (
 
 __all__ = ["EXIT_FAILED", "EXIT_PASSED", "MAX_UNSCORED", "GateResult", "assert_retrieval_quality", "gate"]
 
-warnings.warn(
-    "rankbridge.gate is deprecated as a module: import from rankbridge.analysis instead (same names), "
-    "or call rankbridge.gate(...)",
-    DeprecationWarning,
-    stacklevel=2,
-)
+warn_moved(__name__, "rankbridge.analysis", also_called=True)

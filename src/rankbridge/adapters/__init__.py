@@ -7,8 +7,7 @@ Importing it warns once (``DeprecationWarning``); every name is the object of th
 
 from __future__ import annotations
 
-import warnings
-
+from rankbridge._deprecated import warn_moved
 from rankbridge.frameworks import (
     DEFAULT_K,
     AdapterBase,
@@ -29,8 +28,4 @@ __all__ = [
     "adapt",
 ]
 
-warnings.warn(
-    "rankbridge.adapters is deprecated: import from rankbridge.frameworks instead (same names)",
-    DeprecationWarning,
-    stacklevel=2,
-)
+warn_moved(__name__, "rankbridge.frameworks")

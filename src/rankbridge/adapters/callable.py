@@ -5,13 +5,8 @@ Importing it warns once (``DeprecationWarning``); every name is the object of th
 
 from __future__ import annotations
 
-import warnings
-
+from rankbridge._deprecated import warn_moved
 from rankbridge.frameworks.plain import *  # noqa: F403
 from rankbridge.frameworks.plain import __all__ as __all__
 
-warnings.warn(
-    "rankbridge.adapters.callable is deprecated: import from rankbridge.frameworks.plain instead (same names)",
-    DeprecationWarning,
-    stacklevel=2,
-)
+warn_moved(__name__, "rankbridge.frameworks.plain")

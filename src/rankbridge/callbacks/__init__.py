@@ -5,13 +5,8 @@ Importing it warns once (``DeprecationWarning``); every name is the object of th
 
 from __future__ import annotations
 
-import warnings
-
+from rankbridge._deprecated import warn_moved
 from rankbridge.capture import *  # noqa: F403
 from rankbridge.capture import __all__ as __all__
 
-warnings.warn(
-    "rankbridge.callbacks is deprecated: import from rankbridge.capture instead (same names)",
-    DeprecationWarning,
-    stacklevel=2,
-)
+warn_moved(__name__, "rankbridge.capture")

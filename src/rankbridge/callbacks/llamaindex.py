@@ -5,14 +5,8 @@ Importing it warns once (``DeprecationWarning``); every name is the object of th
 
 from __future__ import annotations
 
-import warnings
-
+from rankbridge._deprecated import warn_moved
 from rankbridge.frameworks.llamaindex.capture import *  # noqa: F403
 from rankbridge.frameworks.llamaindex.capture import __all__ as __all__
 
-warnings.warn(
-    "rankbridge.callbacks.llamaindex is deprecated: import from "
-    "rankbridge.frameworks.llamaindex.capture instead (same names)",
-    DeprecationWarning,
-    stacklevel=2,
-)
+warn_moved(__name__, "rankbridge.frameworks.llamaindex.capture")
