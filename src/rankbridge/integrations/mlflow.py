@@ -41,13 +41,13 @@ import math
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 
-from rankbridge._numbers import json_float
+from rankbridge._numbers import JsonFields, json_float
 from rankbridge._version import __version__
 from rankbridge.analysis import Comparison, compare
 from rankbridge.errors import InputError, MetricError, MissingExtraError, RankbridgeError
@@ -120,7 +120,7 @@ def _run_prefix(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class MlflowLog:
+class MlflowLog(JsonFields):
     """What :func:`log_evaluation` logged, and where.
 
     Attributes
@@ -161,10 +161,6 @@ class MlflowLog:
     artifacts: tuple[str, ...] = ()
     truncated_params: tuple[str, ...] = ()
     qrels_fingerprint: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict, one key per field (NaN metrics as None, tuples as lists)."""
-        return {f.name: _clean(getattr(self, f.name)) for f in fields(self)}
 
 
 # --------------------------------------------------------------------------------------------------
