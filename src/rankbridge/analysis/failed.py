@@ -12,7 +12,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,6 +160,20 @@ class Failures(JsonFields):
         return "\n\n".join(parts)
 
 
+def relevant_ids(judged: Mapping[str, int], rel: int = 1) -> tuple[str, ...]:
+    """The doc ids judged ``rel`` or higher for a query, highest label first (then by id): what it expects."""
+    return tuple(doc for doc, label in sorted(judged.items(), key=lambda t: (-t[1], t[0])) if label >= rel)
+
+
+def ranked_summary(
+    hits: Sequence[Hit], expected: Collection[str], show: int
+) -> tuple[tuple[str, ...], float | None, int | None]:
+    """``(the first show ids, the top score, the 1-based rank of the first expected id)`` of a ranked list."""
+    wanted = set(expected)
+    first = next((i + 1 for i, h in enumerate(hits) if h.doc_id in wanted), None)
+    return tuple(h.doc_id for h in hits[:show]), (hits[0].score if hits else None), first
+
+
 def _as_run(name: str, run: Run | Mapping[str, Any]) -> Run:
     if isinstance(run, Run):
         return run
@@ -297,10 +311,7 @@ def failures(
     texts = golden.texts() if golden is not None else {}
 
     qids = sorted(q)
-    relevant: dict[str, tuple[str, ...]] = {}
-    for qid in qids:
-        docs = [(label, doc) for doc, label in q[qid].items() if label >= rel]
-        relevant[qid] = tuple(doc for _, doc in sorted(docs, key=lambda t: (-t[0], t[1])))
+    relevant = {qid: relevant_ids(q[qid], rel) for qid in qids}
     no_relevant = tuple(qid for qid in qids if not relevant[qid])
 
     per_run: dict[str, RunFailures] = {}
@@ -321,8 +332,7 @@ def failures(
             elif qid in r and not hits:
                 error = "empty result"
             judged = q[qid]
-            rel_set = set(relevant[qid])
-            first_rel = next((i + 1 for i, h in enumerate(hits) if h.doc_id in rel_set), None)
+            retrieved, top_score, first_rel = ranked_summary(hits, relevant[qid], show)
             top = hits[:k]
             share = sum(1 for h in top if h.doc_id in judged) / len(top) if top else math.nan
             item = FailedQuery(
@@ -330,8 +340,8 @@ def failures(
                 query=texts.get(qid),
                 run=name,
                 expected=relevant[qid],
-                retrieved=tuple(h.doc_id for h in hits[:show]),
-                top_score=hits[0].score if hits else None,
+                retrieved=retrieved,
+                top_score=top_score,
                 first_relevant_rank=first_rel,
                 judged_share=share,
                 error=error,

@@ -49,6 +49,7 @@ from rankbridge._numbers import JsonFields
 from rankbridge._version import __version__
 from rankbridge.analysis import Comparison, FailedQuery, Failures, QueryRow, SliceTable
 from rankbridge.analysis import failures as compute_failures
+from rankbridge.analysis.failed import ranked_summary, relevant_ids
 from rankbridge.analysis.relevance import (
     label_scale,
     relevance_classes,
@@ -1396,18 +1397,11 @@ def _failed_top1(
         r = runs.get(run) if runs is not None else None
         for i in failed[:max_items]:
             qid = t.query_ids[int(i)]
-            expected: tuple[str, ...] = ()
-            if q is not None and qid in q:
-                expected = tuple(d for d, lab in sorted(q[qid].items(), key=lambda x: (-x[1], x[0])) if lab >= 1)
+            expected = relevant_ids(q[qid]) if q is not None and qid in q else ()
             retrieved: tuple[str, ...] = ()
-            top_score = None
+            top_score = rank = None
             if isinstance(r, Run) and qid in r:
-                hits = r.hits(qid)
-                retrieved = tuple(h.doc_id for h in hits[:5])
-                top_score = hits[0].score if hits else None
-            rank = None
-            if isinstance(r, Run) and qid in r:
-                rank = next((j + 1 for j, h in enumerate(r.hits(qid)) if h.doc_id in set(expected)), None)
+                retrieved, top_score, rank = ranked_summary(r.hits(qid), expected, 5)
             items.append(
                 QueryItem(
                     query_id=qid,
