@@ -150,3 +150,23 @@ def test_evaluate_takes_the_table_and_the_public_paths() -> None:
     assert ev.per_query["mrr"] == {"q0": 0.5, "q1": 0.0}
     assert ev["num_ret"].tolist() == [3.0, 1.0]
     assert rb.metrics.table_from_arrays is arrays_module.table_from_arrays
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_repeated_rows_pairwise_and_sorted_agree(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # shallow rows compare every column pair (in blocks of rows), deep ones sort: the same rows either way
+    rng = np.random.default_rng(seed)
+    depth = 2 + seed * 2
+    full = rng.integers(0, 3 * depth, size=(200, depth))
+    padded = np.where(rng.random(full.shape) < 0.1, -1, full)
+    padded = np.array([np.r_[row[row >= 0], row[row < 0]] for row in padded])  # padding at the ends
+    for docs in (full, padded):
+        expected = np.array([len(set(r[r >= 0].tolist())) < (r >= 0).sum() for r in docs])
+        assert expected.any() and not expected.all()
+        monkeypatch.setattr(arrays_module, "_SHIFT_BLOCK", 7 * depth)  # several blocks, the last one short
+        shallow = arrays_module.repeated_rows(docs, int(docs.min()))
+        monkeypatch.setattr(arrays_module, "_SHIFT_DEPTH", 0)
+        by_sort = arrays_module.repeated_rows(docs, int(docs.min()))
+        monkeypatch.undo()
+        np.testing.assert_array_equal(shallow, expected)
+        np.testing.assert_array_equal(by_sort, expected)

@@ -129,3 +129,72 @@ def test_parquet_reader_reads_only_its_columns(tmp_path: Path) -> None:
     assert run.name == "bm25" and run.ranking("q1") == ["b", "a"]
     assert rankbridge.io.read_run_parquet is read_run_parquet
     assert rankbridge.io.run_from_table is run_from_table
+
+
+def _reference(df: pd.DataFrame, ranked: bool) -> rankbridge.Run:
+    # the row-by-row construction the table readers must equal
+    qs = [str(v) for v in df["query_id"].tolist()]
+    ds = [str(v) for v in df["doc_id"].tolist()]
+    if ranked:
+        return rankbridge.Run.from_columns(qs, ds, df["score"].tolist(), ranks=df["rank"].tolist(), duplicates="first")
+    return rankbridge.Run.from_columns(qs, ds, df["score"].tolist(), duplicates="first")
+
+
+@pytest.mark.parametrize("shape", ["fixed depth", "ragged", "one long list"])
+@pytest.mark.parametrize("seed", range(4))
+def test_every_id_form_builds_the_columns_row_by_row_construction_builds(shape: str, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n_q = 30
+    sizes = {
+        "fixed depth": np.full(n_q, 8),
+        "ragged": rng.integers(1, 12, n_q),
+        "one long list": np.r_[200, np.ones(n_q - 1, int)],
+    }[shape]
+    qids = np.repeat(np.arange(n_q), sizes)
+    docs = rng.integers(0, 25, len(qids))  # repeats within a query are common
+    perm = rng.permutation(len(qids))
+    df = pd.DataFrame({"query_id": qids[perm] * 7, "doc_id": docs[perm], "score": rng.integers(0, 4, len(qids)) / 2})
+    # ranks distinct within a query, in an order other than the rows'
+    df["rank"] = pd.Series(rng.random(len(df))).groupby(df["query_id"]).rank(method="first").astype(int)
+    str_df = df.assign(query_id=df["query_id"].map(str), doc_id=df["doc_id"].map(lambda d: f"d{d}"))
+    forms = {
+        "int pandas": df,
+        "int arrow": pa.Table.from_pandas(df),
+        "str pandas": str_df,
+        "object pandas": str_df.astype({"query_id": object, "doc_id": object}),
+        "str arrow": pa.Table.from_pandas(str_df),
+        "dictionary arrow": pa.table(
+            {c: pa.array(str_df[c]).dictionary_encode() if c in ("query_id", "doc_id") else str_df[c] for c in str_df}
+        ),
+    }
+    for form, table in forms.items():
+        source = str_df if form.startswith(("str", "object", "dictionary")) else df
+        for ranked in (False, True):
+            got = run_from_table(table, rank_column="rank" if ranked else None, duplicates="first")
+            ref = _reference(source, ranked)
+            assert got.columns is not None and ref.columns is not None
+            assert got.columns.query_ids == ref.columns.query_ids, form
+            assert got.columns.doc_ids == ref.columns.doc_ids, (form, ranked)
+            np.testing.assert_array_equal(got.columns.offsets, ref.columns.offsets)
+            np.testing.assert_array_equal(got.columns.scores, ref.columns.scores)
+            assert got.duplicates == ref.duplicates and got.duplicates, form
+            with pytest.raises(InputError, match=r"rows \d+ and \d+: doc '?d?\d+'? appears twice for query"):
+                run_from_table(table, rank_column="rank" if ranked else None)
+
+
+def test_ids_that_read_the_same_are_one_id() -> None:
+    # 7 and "7" in an object column are both the id "7": a repeat, as Run.from_columns sees it
+    df = pd.DataFrame({"query_id": ["q", "q", "q"], "doc_id": [7, "7", "8"], "score": [1.0, 2.0, 3.0]})
+    with pytest.raises(InputError, match=r"rows 0 and 1: doc '7' appears twice for query 'q'"):
+        run_from_table(df)
+    assert run_from_table(df, duplicates="first").to_scores() == {"q": {"7": 1.0, "8": 3.0}}
+    # a dictionary that lists a value twice
+    doc = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2]), pa.array(["a", "a", "b"]))
+    table = pa.table({"query_id": ["q", "q", "q"], "doc_id": doc, "score": [1.0, 2.0, 3.0]})
+    with pytest.raises(InputError, match=r"rows 0 and 1: doc 'a' appears twice for query 'q'"):
+        run_from_table(table)
+    # a dictionary in another order than the rows: queries still listed in the order they first appear
+    query = pa.DictionaryArray.from_arrays(pa.array([1, 1, 0, 3]), pa.array(["q2", "q1", "never", "q3"]))
+    table = pa.table({"query_id": query, "doc_id": ["a", "b", "a", "c"], "score": [1.0, 2.0, 3.0, 4.0]})
+    assert list(run_from_table(table)) == ["q1", "q2", "q3"]  # a value no row holds is no query
+    assert run_from_table(table).ranking("q1") == ["b", "a"]

@@ -10,6 +10,7 @@ question) are :mod:`rankbridge.io.tables`.
 from __future__ import annotations
 
 import os
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,8 @@ import numpy as np
 
 from rankbridge.errors import InputError, MissingExtraError, ParseError
 from rankbridge.io._open import file_stem
-from rankbridge.types import Run
+from rankbridge.metrics.arrays import repeated_rows
+from rankbridge.types import Run, RunColumns
 
 __all__ = ["read_run_parquet", "run_from_table"]
 
@@ -46,6 +48,7 @@ def is_run_table(run: Any) -> bool:
 
 def _encoded_ids(column: Any, kind: str, name: str, what: str) -> tuple[np.ndarray, list[str]]:
     """(codes per row, distinct ids as str) of an id column: factorized in C, ids checked once each."""
+    listed = False  # True: the values come from a dictionary the table holds, which may list one twice
     if kind == "pandas":
         pd = _import_module("pandas")
         codes, uniques = pd.factorize(column, use_na_sentinel=True)
@@ -54,9 +57,10 @@ def _encoded_ids(column: Any, kind: str, name: str, what: str) -> tuple[np.ndarr
     else:
         pa = _import_module("pyarrow")
         pc = _import_module("pyarrow.compute")
-        if pa.types.is_dictionary(column.type):
-            column = pc.cast(column, column.type.value_type)
-        encoded = pc.dictionary_encode(column.combine_chunks() if hasattr(column, "combine_chunks") else column)
+        column = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+        # a dictionary column is encoded already (a value listed twice in its dictionary is merged below)
+        listed = pa.types.is_dictionary(column.type)
+        encoded = column if listed else pc.dictionary_encode(column)
         indices = encoded.indices
         codes = np.asarray(indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
         values = encoded.dictionary.to_pylist()
@@ -65,6 +69,18 @@ def _encoded_ids(column: Any, kind: str, name: str, what: str) -> tuple[np.ndarr
         raise InputError(
             f"{_RUN_FEATURE}: row {int(missing[0])}, column {name!r}: expected a {what}, found a missing value"
         )
+    if listed and len(codes):  # the dictionary's order is not the rows': renumber in order of appearance
+        first = np.full(len(values), len(codes), dtype=np.int64)
+        np.minimum.at(first, codes, np.arange(len(codes), dtype=np.int64))
+        used = np.argsort(first, kind="stable")[: int(np.count_nonzero(first < len(codes)))]
+        renumber = np.empty(len(values), dtype=np.int64)
+        renumber[used] = np.arange(len(used), dtype=np.int64)
+        codes, values = renumber[codes], list(map(values.__getitem__, used.tolist()))
+    kinds = set(map(type, values))  # one C-level pass over the distinct values
+    if kinds <= {str} and not listed:
+        return codes, values
+    if kinds <= {int} and not listed:
+        return codes, list(map(str, values))
     ids: list[str] = []
     for value in values:
         if type(value) is str:
@@ -79,7 +95,36 @@ def _encoded_ids(column: Any, kind: str, name: str, what: str) -> tuple[np.ndarr
             f"{_RUN_FEATURE}: row {row}, column {name!r}: expected a {what} as str (or int), found "
             f"{type(value).__name__} {value!r}{hint if isinstance(value, float) else ''}"
         )
+    # 7 and "7" in one column (or a value a dictionary lists twice) are one id: their codes are merged
+    distinct = dict(zip(dict.fromkeys(ids), range(len(ids)), strict=False))
+    if len(distinct) < len(ids):
+        codes = np.fromiter(map(distinct.__getitem__, ids), dtype=np.int64, count=len(ids))[codes]
+        ids = list(distinct)
     return codes, ids
+
+
+def _doc_rows(column: Any, kind: str, name: str) -> tuple[np.ndarray | None, list[str]]:
+    """The doc id column as ``(codes, distinct ids)`` when it is encoded already, else ``(None, id per row)``.
+
+    A run's doc ids are mostly distinct (millions in a deep run): hashing them all (:func:`_encoded_ids`)
+    costs several times more than reading them as str, so a column of str (or int) ids is read as it is,
+    and only a dictionary column or a column of other values (missing ones, floats: the errors) is encoded.
+    """
+    if kind == "arrow":
+        pa = _import_module("pyarrow")
+        kind_of = column.type
+        if column.null_count == 0 and (pa.types.is_string(kind_of) or pa.types.is_large_string(kind_of)):
+            return None, column.to_pylist()
+        if column.null_count == 0 and pa.types.is_integer(kind_of):
+            return None, list(map(str, column.to_numpy().tolist()))
+    elif str(column.dtype) in ("object", "str", "string") or column.dtype.kind in "iu":
+        values = column.tolist()
+        kinds = set(map(type, values))
+        if kinds <= {str}:
+            return None, values
+        if kinds <= {int}:
+            return None, list(map(str, values))
+    return _encoded_ids(column, kind, name, "doc id")
 
 
 def _import_module(name: str) -> Any:
@@ -203,7 +248,7 @@ def run_from_table(
         return table[col] if kind == "pandas" else table.column(col)
 
     q_codes, q_ids = _encoded_ids(get(query_column), kind, query_column, "query id")
-    d_codes, d_ids = _encoded_ids(get(doc_column), kind, doc_column, "doc id")
+    d_codes, d_ids = _doc_rows(get(doc_column), kind, doc_column)
     scores = None
     if score_column is not None and score_column in names and rank_column is None:
         scores = _numbers_column(get(score_column), score_column, "numeric score", integral=False)
@@ -213,19 +258,121 @@ def run_from_table(
         if score_column is not None and score_column in names:
             raw = get(score_column)
             scores = np.asarray(raw.to_numpy() if hasattr(raw, "to_numpy") else raw, dtype=np.float64)
-    queries = list(map(q_ids.__getitem__, q_codes.tolist()))  # the distinct str objects, shared by rows
-    docs = list(map(d_ids.__getitem__, d_codes.tolist()))
-    run = Run.from_columns(queries, docs, scores, ranks=ranks, name=name, duplicates="first")  # type: ignore[arg-type]
-    if run.duplicates and duplicates == "error":
+    cols, dropped = _columns(q_codes, q_ids, d_codes, d_ids, scores, ranks)
+    if dropped and duplicates == "error":
+        # the message names the first pair in (query, doc) order, both coded in the order they first appear
+        per_row = d_ids if d_codes is None else list(map(d_ids.__getitem__, d_codes.tolist()))
+        index = dict(zip(dict.fromkeys(per_row), range(len(per_row)), strict=False))
+        d_codes = np.fromiter(map(index.__getitem__, per_row), dtype=np.int64, count=len(per_row))
+        d_ids = list(index)
         key = q_codes * len(d_ids) + d_codes
         order = np.argsort(key, kind="stable")
         same = np.flatnonzero(key[order][1:] == key[order][:-1])
         first, second = int(order[same[0]]), int(order[same[0] + 1])
         raise InputError(
-            f"{_RUN_FEATURE}: rows {first} and {second}: doc {docs[first]!r} appears twice for query "
-            f"{queries[first]!r}; pass duplicates='first' to keep the first row"
+            f"{_RUN_FEATURE}: rows {first} and {second}: doc {d_ids[d_codes[first]]!r} appears twice for query "
+            f"{q_ids[q_codes[first]]!r}; pass duplicates='first' to keep the first row"
         )
+    run = Run(name=name)
+    run._columns = cols  # as Run.from_columns sets them: the rows were checked and grouped here
+    run.duplicates.update(dropped)
     return run
+
+
+def _columns(
+    q_codes: np.ndarray,
+    q_ids: list[str],
+    d_codes: np.ndarray | None,
+    d_ids: list[str],
+    scores: np.ndarray | None,
+    ranks: np.ndarray | None,
+) -> tuple[RunColumns, dict[str, int]]:
+    """What :meth:`RunColumns.build` makes of the rows, computed by numpy on the query codes.
+
+    Each distinct query id was checked once (:func:`_encoded_ids`) and the doc ids are str: no row is
+    looked at again. The rows are grouped by query (a ranked run's by rank, a scored run's in row order),
+    a rank given twice in a query is refused, and a doc repeated within a query is found (on the doc
+    codes by :func:`~rankbridge.metrics.arrays.repeated_rows` when the column was encoded, else by one
+    set per query) and all but its first row dropped (counted per query).
+
+    ``d_codes`` None: ``d_ids`` is the doc id of each row; else the distinct ids ``d_codes`` index.
+    """
+    n = len(q_codes)
+    values = scores if scores is not None else np.full(n, np.nan)
+    rows = d_codes
+    if rows is None:
+        rows = np.empty(n, dtype=object)
+        rows[:] = d_ids
+    order: np.ndarray | None = None
+    if ranks is not None:
+        step = np.diff(q_codes)
+        if n > 1 and not bool(np.all((step > 0) | ((step == 0) & (np.diff(ranks) >= 0)))):
+            order = np.lexsort((ranks, q_codes))
+    elif n > 1 and bool(np.any(q_codes[1:] < q_codes[:-1])):
+        order = np.argsort(q_codes, kind="stable")  # group by query, rows of a query in row order
+    if order is not None:
+        q_codes, rows, values = q_codes[order], rows[order], values[order]
+        ranks = ranks[order] if ranks is not None else None
+    if ranks is not None:
+        same = np.flatnonzero((q_codes[1:] == q_codes[:-1]) & (ranks[1:] == ranks[:-1]))
+        if len(same):
+            i = int(same[0])
+            raise InputError(
+                f"Run.from_columns: query {q_ids[q_codes[i]]!r} has rank {ranks[i]} twice; "
+                "ranks must differ within a query"
+            )
+    lengths = np.bincount(q_codes, minlength=len(q_ids))
+    offsets = np.zeros(len(q_ids) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if d_codes is not None:
+        vocab = np.empty(len(d_ids), dtype=object)
+        vocab[:] = d_ids
+        repeats = _repeated_segments(rows, lengths)
+        docs: list[str] = vocab[rows].tolist()  # the distinct str objects, shared by rows
+    else:
+        docs = rows.tolist()
+        segments = map(docs.__getitem__, map(slice, offsets[:-1].tolist(), offsets[1:].tolist()))
+        repeats = np.fromiter(map(len, map(set, segments)), dtype=np.int64, count=len(q_ids)) != lengths
+    dropped: dict[str, int] = {}
+    if repeats.any():
+        keep = np.ones(n, dtype=bool)
+        for i in np.flatnonzero(repeats).tolist():
+            lo, hi = int(offsets[i]), int(offsets[i + 1])
+            first = dict(zip(reversed(docs[lo:hi]), range(hi - 1, lo - 1, -1), strict=True))
+            keep[lo:hi] = False
+            keep[list(first.values())] = True
+            dropped[q_ids[i]] = hi - lo - len(first)
+        docs = list(compress(docs, keep.tolist()))
+        values = values[keep]
+        np.cumsum(np.bincount(q_codes[keep], minlength=len(q_ids)), out=offsets[1:])
+    index = dict(zip(q_ids, range(len(q_ids)), strict=True))
+    return RunColumns(q_ids, offsets, docs, values, ranks is not None, index), dropped
+
+
+def _repeated_segments(codes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``(Q,)`` bool: the queries whose (grouped) rows hold a doc code twice.
+
+    The rows as a ``(queries x longest)`` matrix, padded with -1, checked by
+    :func:`~rankbridge.metrics.arrays.repeated_rows`; a run whose lists differ much in length by one sort
+    of (query, doc) keys instead.
+    """
+    n_q = len(lengths)
+    if not n_q or not len(codes):
+        return np.zeros(n_q, dtype=bool)
+    longest = int(lengths.max())
+    if longest == int(lengths.min()):  # every query has as many rows (a run cut at a fixed depth)
+        return repeated_rows(codes.reshape(n_q, longest), 0)
+    if n_q * longest <= 2 * len(codes):
+        starts = np.cumsum(lengths) - lengths
+        query = np.repeat(np.arange(n_q), lengths)
+        matrix = np.full((n_q, longest), -1, dtype=codes.dtype)
+        matrix[query, np.arange(len(codes)) - starts[query]] = codes
+        return repeated_rows(matrix, -1)
+    width = int(codes.max()) + 1
+    key = np.sort(np.repeat(np.arange(n_q, dtype=np.int64), lengths) * width + codes)
+    out = np.zeros(n_q, dtype=bool)
+    out[key[1:][key[1:] == key[:-1]] // width] = True
+    return out
 
 
 def read_run_parquet(

@@ -32,6 +32,10 @@ _MAX_SLOTS = 16
 _COMPARE_FACTOR = 3
 #: Slots of the hash filter (a bool table that stays in the CPU cache).
 _FILTER_BITS = 20
+#: Rows at most this deep are checked for repeats by comparing column pairs, ``_SHIFT_BLOCK`` cells at a
+#: time; deeper ones by a sort.
+_SHIFT_DEPTH = 16
+_SHIFT_BLOCK = 1 << 15
 
 
 def table_from_arrays(
@@ -135,7 +139,7 @@ def table_from_arrays(
             i = int(np.flatnonzero(same)[0])
             raise InputError(f"qrels arrays judge the same (query, doc) pair twice: query index {jq[i]}, doc {jd[i]}")
     n_ret = _retrieved(docs, dmin)
-    repeats = _repeated_rows(docs, dmin) if check_duplicates and depth > 1 else None
+    repeats = repeated_rows(docs, dmin) if check_duplicates and depth > 1 else None
     if repeats is not None and repeats.any():
         return _table_with_repeats(query_ids, docs, jq, jd, jl, n_ret, repeats)
     rows, cols, judgment = _judged_cells(docs, jq, jd)
@@ -193,18 +197,45 @@ def _retrieved(docs: np.ndarray, dmin: int) -> np.ndarray:
     return n_ret
 
 
-def _repeated_rows(docs: np.ndarray, dmin: int) -> np.ndarray:
-    """``(Q,)`` bool: rows that hold a doc id twice (padding aside). One sort of the rows."""
+def repeated_rows(docs: np.ndarray, dmin: int) -> np.ndarray:
+    """``(Q,)`` bool: rows that hold a doc id twice (padding aside).
+
+    Shallow rows (depth <= ``_SHIFT_DEPTH``): every pair of columns compared, a block of rows at a time;
+    deeper rows: one sort of the rows.
+    """
     dmax = int(docs.max()) if docs.size else 0
-    # 32-bit ids sort about twice as fast as 64-bit ones: narrow the matrix when the ids allow.
-    ids = docs.astype(np.int32) if dmax < 2**31 and docs.dtype.itemsize > 4 else docs
-    srt = np.sort(ids, axis=1)
+    # 32-bit ids compare and sort about twice as fast as 64-bit ones: narrow the matrix when the ids allow.
+    narrow = np.dtype(np.int32) if dmax < 2**31 and docs.dtype.itemsize > 4 else docs.dtype
+    if docs.shape[1] <= _SHIFT_DEPTH:
+        return _repeated_shallow(docs, dmin, narrow)
+    srt = np.sort(docs.astype(narrow, copy=False), axis=1)
     same = srt[:, 1:] == srt[:, :-1]
     if dmin < 0:
         same &= srt[:, 1:] >= 0
     if not same.any():  # the common case, told by one flat pass; rows only when there is a repeat
         return np.zeros(len(docs), dtype=bool)
     return np.asarray(same.any(axis=1))
+
+
+def _repeated_shallow(docs: np.ndarray, dmin: int, dtype: np.dtype) -> np.ndarray:
+    """:func:`repeated_rows` by comparing column ``c`` with column ``c + s`` for every shift ``s``.
+
+    ``depth (depth - 1) / 2`` comparisons per row, no sort (a row sort costs far more per cell at this
+    depth). Each block of rows is transposed (a copy that stays in the CPU cache), so that a shift is one
+    contiguous comparison of two slices of the block.
+    """
+    n_q, depth = docs.shape
+    out = np.zeros(n_q, dtype=bool)
+    step = max(1, _SHIFT_BLOCK // depth)
+    for lo in range(0, n_q, step):
+        block = np.ascontiguousarray(docs[lo : lo + step].T, dtype=dtype)  # (depth, rows of the block)
+        for shift in range(1, depth):
+            same = block[shift:] == block[:-shift]
+            if dmin < 0:
+                same &= block[shift:] >= 0
+            if same.any():
+                out[lo : lo + block.shape[1]] |= same.any(axis=0)
+    return out
 
 
 def _judged_cells(docs: np.ndarray, jq: np.ndarray, jd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -222,21 +253,14 @@ def _judged_cells(docs: np.ndarray, jq: np.ndarray, jd: np.ndarray) -> tuple[np.
     new_query = np.empty(len(jq), dtype=bool)
     new_query[0] = True
     np.not_equal(jq[1:], jq[:-1], out=new_query[1:])
-    if new_query.all():  # at most one judgment per query: one slot
-        slot = np.zeros(len(jq), dtype=_INT)
-    else:
-        starts = np.flatnonzero(new_query)
-        slot = np.arange(len(jq), dtype=_INT) - np.repeat(starts, np.diff(np.r_[starts, len(jq)]))
-    n_slots = int(slot.max()) + 1
+    starts = np.flatnonzero(new_query)  # each query's first judgment
+    counts = np.diff(np.r_[starts, len(jq)])
+    n_slots = int(counts.max())
     if n_slots <= _MAX_SLOTS and len(jq) * depth <= _COMPARE_FACTOR * docs.size + depth:
         found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         for s in range(n_slots):
-            # the judgments of slot s, one per query: each compared with its query's row
-            if n_slots == 1 and len(jq) == n_q:  # one judgment per query, sorted: judgment i is row i's
-                rows, cols = np.divmod(np.flatnonzero(docs == jd[:, None]), depth)
-                found.append((rows, cols, rows))
-                continue
-            which = np.flatnonzero(slot == s) if n_slots > 1 else np.arange(len(jq), dtype=_INT)
+            # the judgments of slot s (each query's s-th), one per query: each compared with its query's row
+            which = starts if s == 0 else starts[counts > s] + s
             qs = jq[which]
             if len(qs) == n_q:  # every query has one: compare the matrix in place
                 eq = docs == jd[which][:, None]
@@ -247,7 +271,9 @@ def _judged_cells(docs: np.ndarray, jq: np.ndarray, jd: np.ndarray) -> tuple[np.
         if len(found) == 1:
             return found[0]
         rows, cols, judgment = (np.concatenate([f[i] for f in found]) for i in range(3))
-        return rows, cols, judgment
+        # each slot's cells are in row order: a stable sort of one key merges them into (row, column) order
+        order = np.argsort(rows * depth + cols, kind="stable")
+        return rows[order], cols[order], judgment[order]
     # Hash filter: the low bits of every judged doc id mark a slot of a small bool table, which a gather
     # over the matrix reads; only cells whose slot is marked are matched exactly.
     size = 1 << min(_FILTER_BITS, max(10, int(len(jd) * 8).bit_length()))
