@@ -319,7 +319,7 @@ def _as_run_mapping(run: Any) -> tuple[Mapping[str, Any], Run | None, Mapping[st
     validated through a Run, which names the bad item.
     """
     if isinstance(run, Run):  # a Run stored as columns is read as columns (build_table knows it)
-        return (run if run.columns is not None else run._data), run, run.duplicates
+        return (run if run.columns is not None else run._metric_view()), run, run.duplicates
     if isinstance(run, Mapping):
         if not run:
             return {}, None, {}
@@ -346,7 +346,7 @@ def _as_run_mapping(run: Any) -> tuple[Mapping[str, Any], Run | None, Mapping[st
                     f"run[{qid!r}]: expected {{doc: score}} or a list of doc ids in rank order, "
                     f"found {type(value).__name__}"
                 )
-        return mixed._data, mixed, mixed.duplicates
+        return mixed._metric_view(), mixed, mixed.duplicates
     raise InputError(f"run: expected a Run or a dict, found {type(run).__name__}")
 
 
@@ -617,7 +617,7 @@ def _subset_run(run: Any, wanted: set[str]) -> Any:
     """The run limited to the queries in ``wanted`` (its errors, name and config kept)."""
     if isinstance(run, Run):
         part = Run(name=run.name, config=run.config)
-        part._data = {q: v for q, v in run._data.items() if q in wanted}
+        part._data = {q: v for q, v in run._entries.items() if q in wanted}  # type: ignore[misc]
         part.errors = {q: m for q, m in run.errors.items() if q in wanted}
         part.duplicates = {q: n for q, n in run.duplicates.items() if q in wanted}
         part.latency = {q: t for q, t in run.latency.items() if q in wanted}

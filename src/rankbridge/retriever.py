@@ -44,10 +44,11 @@ import hashlib
 import operator
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import repeat
 from typing import Any, Protocol, runtime_checkable
 
 from rankbridge.errors import InputError, RetrievalError
-from rankbridge.types import Hit
+from rankbridge.types import Hit, _Ranked
 
 __all__ = [
     "IdSpec",
@@ -323,11 +324,33 @@ def normalize_hits(
     RetrievalError
         The result is not a list, or an item has no id under ``id_from`` or has the wrong type.
     """
-    if items is None:
+    hits, notes = _normalize(items, k=k, id_from=id_from, doc_map=doc_map, keep_text=keep_text)
+    return (hits.hits() if type(hits) is _Ranked else hits), notes
+
+
+def _normalize(
+    items: Any,
+    *,
+    k: int,
+    id_from: IdSpec | None,
+    doc_map: Mapping[str, str] | Callable[[str], str | None] | None,
+    keep_text: bool,
+) -> tuple[list[Hit] | _Ranked, list[str]]:
+    """:func:`normalize_hits`, with the common forms kept compact: a ``_Ranked`` (no Hit made), as a Run stores it.
+
+    The fast paths below establish what a ``_Ranked`` promises (str ids, float-or-None scores without
+    NaN; see :class:`rankbridge.types._Ranked`), so :meth:`~rankbridge.Run.add` keeps it without checking
+    again; anything else is read by the general loop into Hits, which ``Run.add`` checks.
+    """
+    seq: Sequence[Any]
+    if type(items) is list or type(items) is tuple:  # the common case, without the ABC checks below
+        seq = items
+    elif items is None:
         raise RetrievalError("the retriever returned None; expected a list of hits")
-    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+    elif isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
         raise RetrievalError(f"the retriever returned a {type(items).__name__}; expected a list of hits")
-    seq = items if isinstance(items, (list, tuple)) else list(items)
+    else:
+        seq = items if isinstance(items, (list, tuple)) else list(items)
     notes: list[str] = []
     if len(seq) > k:
         notes.append(f"returned {len(seq)} hits for k={k}; kept the first {k}")
@@ -335,13 +358,11 @@ def normalize_hits(
     # the default id source, as given or as an adapter keeps it normalised, skips re-checking the spec
     specs = _DEFAULT_SPEC if id_from is None or id_from == _DEFAULT_SPEC else _normalize_spec(id_from)
     fast = specs == _DEFAULT_SPEC and doc_map is None
-    if fast and keep_text and _clean_hit_list(seq):
-        return list(seq), notes  # the common case: a retriever that already returns Hits
     if fast and seq:
-        plain = _fast_plain(seq)
-        if plain is not None:
-            return plain, notes
-        quick = _fast_dicts(seq, keep_text) if type(seq[0]) is dict else _fast_framework(seq, keep_text)
+        first = type(seq[0])
+        quick = _fast_dicts(seq, keep_text) if first is dict else _fast_plain(seq, keep_text)
+        if quick is None and first is not dict and first is not str:
+            quick = _fast_framework(seq, keep_text)  # framework objects, or (object, score) pairs of them
         if quick is not None:
             return quick, notes
     hits: list[Hit] = []
@@ -403,115 +424,129 @@ def normalize_hits(
 
 
 _DEFAULT_SPEC: tuple[str] = ("id",)
-_HIT_ID = operator.attrgetter("doc_id")
+_NONE = type(None)
+_NODE = operator.attrgetter("node")
+_SCORE = operator.attrgetter("score")
+_METADATA = operator.attrgetter("metadata")
 
 
-def _clean_hit_list(seq: Sequence[Any]) -> bool:
-    """True when every item is a Hit with a non-empty str id (C-level passes, no loop per hit)."""
-    if set(map(type, seq)) != {Hit}:
-        return not seq
-    ids = list(map(_HIT_ID, seq))
-    return set(map(type, ids)) == {str} and all(ids)
+def _fast_plain(seq: Sequence[Any], keep_text: bool) -> _Ranked | None:
+    """Doc-id strings, ``(doc_id, number)`` pairs or Hits, ids non-empty: kept compact (None: anything else).
 
-
-def _fast_plain(seq: Sequence[Any]) -> list[Hit] | None:
-    """Doc-id strings or ``(doc_id, float)`` pairs, ids non-empty: their Hits at once (None: anything else).
-
-    What the general loop makes of them (no text, no metadata; a NaN score is no score), a few hundred
-    nanoseconds per hit faster: the runner's cost for a plain function ``f(query, k)``.
+    What the general loop makes of them (a pair's int score becomes float, a NaN score no score), by
+    C-level passes over the list: the runner's cost for a plain function ``f(query, k)``. Strings and
+    Hits get :meth:`Run.add`'s own checks (:meth:`~rankbridge.types._Ranked.of_items`).
     """
     kinds = set(map(type, seq))
-    if kinds == {str}:
-        return list(map(Hit, seq)) if all(seq) else None
+    if kinds == {str} or (kinds == {Hit} and keep_text):  # without texts, the loop strips them
+        entry = _Ranked.of_items(seq)
+        return entry if entry is not None and all(entry.ids) else None
     if kinds != {tuple} or set(map(len, seq)) != {2}:
         return None
-    ids, scores = zip(*seq, strict=False)  # two tuples (every item is a pair, checked above)
+    ids, scores = zip(*seq, strict=True)  # two tuples (every item is a pair, checked above)
     score_types = set(map(type, scores))
     if set(map(type, ids)) != {str} or not all(ids) or not score_types <= {float, int}:
         return None
-    if any(map(operator.ne, scores, scores)):  # NaN: the general loop turns it into "no score"
-        return None
-    return list(map(Hit, ids, scores if score_types == {float} else map(float, scores)))
+    if score_types != {float}:
+        scores = tuple(map(float, scores))
+    return _Ranked(ids, _no_nan(scores))
+
+
+def _no_nan(scores: Sequence[float | None]) -> Sequence[float | None]:
+    """``scores`` with NaN (a framework's "no score") as None."""
+    if any(map(operator.ne, scores, scores)):  # NaN, the one float unequal to itself
+        return [None if s != s else s for s in scores]  # type: ignore[comparison-overlap]
+    return scores
 
 
 _DICT_ID_KEYS = ("doc_id", "id", "_id")
 
 
-def _fast_dicts(seq: Sequence[Any], keep_text: bool) -> list[Hit] | None:
-    """Plain dicts with a str id (``doc_id``/``id``/``_id``), a float or int score, a dict or no metadata.
+def _fast_dicts(seq: Sequence[Any], keep_text: bool) -> _Ranked | None:
+    """Plain dicts that share one id key (``doc_id``/``id``/``_id``, a non-empty str), a float or int
+    score, a dict or no metadata: kept compact, read by C-level ``map(dict.get, ...)`` passes.
 
-    What the general loop makes of them, read with ``dict.get`` only (None: anything else, for the
-    general loop to read or refuse).
+    What the general loop makes of them; None for anything else (dicts with different id keys, an odd
+    score or metadata), for the general loop to read or refuse.
     """
-    out: list[Hit] = []
-    for d in seq:
-        if type(d) is not dict:
+    if set(map(type, seq)) != {dict}:
+        return None
+    for key in _DICT_ID_KEYS:  # the first key that any of them has
+        ids: list[Any] = list(map(dict.get, seq, repeat(key)))
+        if set(map(type, ids)) != {_NONE}:
+            break
+    if set(map(type, ids)) != {str} or not all(ids):
+        return None
+    scores: list[Any] = list(map(dict.get, seq, repeat("score")))
+    score_types = set(map(type, scores))
+    if not score_types <= {float, _NONE}:
+        if not score_types <= {float, int, _NONE}:
             return None
-        doc_id = None
-        for key in _DICT_ID_KEYS:
-            doc_id = d.get(key)
-            if doc_id is not None and doc_id != "":
-                break
-        if type(doc_id) is not str or not doc_id:
-            return None
-        score = d.get("score")
-        if score is not None:
-            if type(score) is int:
-                score = float(score)
-            elif type(score) is not float:
-                return None
-            elif score != score:  # NaN: no score
-                score = None
-        text = None
-        if keep_text:
-            text = d["text"] if "text" in d else d.get("page_content")
-            if not isinstance(text, str):
-                text = None
-        meta = d.get("metadata")
-        if meta is not None and type(meta) is not dict:
-            return None
-        out.append(Hit(doc_id, score, text, meta))
-    return out
+        scores = [float(s) if type(s) is int else s for s in scores]
+    texts: list[Any] | None = None
+    if keep_text:
+        texts = list(map(dict.get, seq, repeat("text")))
+        if set(map(type, texts)) != {str}:  # a missing text falls back to page_content
+            texts = list(map(_text, seq))
+    metadata = list(map(dict.get, seq, repeat("metadata")))
+    meta_types = set(map(type, metadata))
+    if not meta_types <= {dict, _NONE}:
+        return None
+    return _Ranked(ids, _no_nan(scores), texts, None if meta_types == {_NONE} else metadata)
 
 
-def _fast_framework(seq: Sequence[Any], keep_text: bool) -> list[Hit] | None:
-    """Framework results whose types were seen before, with plain ids: read directly (None: anything odd)."""
-    out: list[Hit] = []
+def _fast_framework(seq: Sequence[Any], keep_text: bool) -> _Ranked | None:
+    """Framework results of one type seen before, with plain ids: read by C-level passes (None: anything odd).
+
+    ``NodeWithScore`` (node and score), LangChain ``Document`` (no score) or ``(Document, score)`` pairs;
+    the kinds of id and text attribute come from the general loop's first reading of the type.
+    """
     try:
-        for item in seq:
-            cls = type(item)
-            if cls is tuple:
-                obj, score = item
-            else:
-                wrapper = _WRAPPER.get(cls)
-                if wrapper:
-                    obj, score = item.node, item.score
-                elif wrapper is False and cls in _ID_KIND:  # a bare framework object (a LangChain Document)
-                    obj, score = item, None
-                else:
-                    return None
-            ocls = type(obj)
-            id_kind = _ID_KIND.get(ocls)
-            text_kind = _TEXT_KIND.get(ocls)
-            if id_kind is None or text_kind is None:
+        kinds = set(map(type, seq))
+        if len(kinds) != 1:
+            return None
+        (cls,) = kinds
+        objs: Sequence[Any]
+        scores: Sequence[Any] | None
+        if cls is tuple:
+            if set(map(len, seq)) != {2}:
                 return None
-            doc_id = getattr(obj, id_kind)
-            if type(doc_id) is not str or not doc_id or (score is not None and type(score) is not float):
+            objs, scores = zip(*seq, strict=True)
+        elif _WRAPPER.get(cls):
+            objs, scores = list(map(_NODE, seq)), list(map(_SCORE, seq))
+        elif _WRAPPER.get(cls) is False and cls in _ID_KIND:  # a bare framework object (a LangChain Document)
+            objs, scores = seq, None
+        else:
+            return None
+        obj_kinds = set(map(type, objs))
+        if len(obj_kinds) != 1:
+            return None
+        (ocls,) = obj_kinds
+        id_kind, text_kind = _ID_KIND.get(ocls), _TEXT_KIND.get(ocls)
+        if id_kind is None or text_kind is None:
+            return None
+        ids = list(map(operator.attrgetter(id_kind), objs))
+        if set(map(type, ids)) != {str} or not all(ids):
+            return None
+        if scores is not None:
+            if not set(map(type, scores)) <= {float, _NONE}:
                 return None
-            if score is not None and score != score:
-                score = None
-            text = None
-            if keep_text:
-                text = obj.get_content() if text_kind == "get_content" else getattr(obj, text_kind)
-                if not isinstance(text, str):
-                    text = None
-            meta = getattr(obj, "metadata", None)
-            if meta is not None and type(meta) is not dict:  # another Mapping (kept), or not one (dropped)
-                return None
-            out.append(Hit(doc_id, score, text, meta))
+            scores = _no_nan(scores)
+        texts: list[Any] | None = None
+        if keep_text:
+            read = (
+                operator.methodcaller("get_content") if text_kind == "get_content" else operator.attrgetter(text_kind)
+            )
+            texts = list(map(read, objs))
+            if not set(map(type, texts)) <= {str}:
+                texts = [t if isinstance(t, str) else None for t in texts]
+        metadata = list(map(_METADATA, objs))
+        meta_types = set(map(type, metadata))
+        if not meta_types <= {dict, _NONE}:  # another Mapping (kept), or not one (dropped): the general loop
+            return None
     except Exception:
         return None
-    return out
+    return _Ranked(ids, scores, texts, None if meta_types == {_NONE} else metadata)
 
 
 class StaticRetriever:

@@ -57,8 +57,8 @@ import json
 import os
 import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -71,10 +71,11 @@ from rankbridge.errors import (
     ParseError,
     RetrievalError,
 )
+from rankbridge.evaluate import count_clauses
 from rankbridge.frameworks import DEFAULT_K, AdapterBase, Staged, adapt
 from rankbridge.idmatch import check_results, check_run
 from rankbridge.io._atomic import atomic_write
-from rankbridge.retriever import _spec_name, normalize_hits
+from rankbridge.retriever import _normalize, _spec_name
 from rankbridge.types import GoldenSet, Hit, Query, Run, _check_id
 
 __all__ = ["RunSummary", "arun_retriever", "run_retriever", "summarize"]
@@ -89,8 +90,9 @@ FAIL_FAST = 5
 #: Queries retrieved before the run to check that their doc ids are the ones the golden set judges.
 ID_PROBE = 5
 
-#: What the engines get from normalising one raw result: final hits, notes, and hits per other stage.
-Normalized = tuple[list[Hit], list[str], dict[str, list[Hit]]]
+#: What the engines get from normalising one raw result: final hits, notes, and hits per other stage (kept
+#: compact where they can be: the run stores them without a Hit object per hit).
+Normalized = tuple[Sequence[Hit], list[str], dict[str, Sequence[Hit]]]
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -438,7 +440,12 @@ class _Prepared:
     golden: GoldenSet | None
     check_ids: bool
     explicit_id_from: bool
-    problems: dict[str, list[str]] = field(default_factory=dict)
+    problems: dict[str, list[str]]
+    #: queries in all: to run, and resumed from the checkpoint
+    total: int
+    #: the engine's call (query text -> raw result) and convert (raw result -> hits, notes, stages)
+    call: Callable[[str], Any]
+    convert: Callable[[Any], Normalized]
 
 
 def _call_k(r: Any, k: int | None) -> tuple[int | None, int | None, int | None]:
@@ -457,10 +464,11 @@ def _prepare(
     retriever: Any,
     queries: Any,
     *,
+    retrieval: Any,
     k: int | None,
     concurrency: int,
     timeout: float | None,
-    retries: int,
+    retries: int | None,
     backoff: float,
     progress: bool,
     checkpoint: str | os.PathLike[str] | None,
@@ -473,6 +481,12 @@ def _prepare(
     keep_going: bool,
     check_ids: bool,
 ) -> _Prepared:
+    """Check the options and set the run up: its checkpoint read, its tasks, recorder, calls."""
+    if retrieval is not None:
+        raise InputError(
+            f"retrieval={retrieval!r} chooses among an app's retrievals; {type(retriever).__name__} is a retriever"
+        )
+    retries = 2 if retries is None else retries
     _check_options(k, concurrency, timeout, retries, backoff)
     if mode not in ("auto", "async", "sync"):
         raise InputError(f"mode must be 'auto', 'async' or 'sync'. Got {mode!r} instead.")
@@ -519,7 +533,11 @@ def _prepare(
     rec = _Recorder(run, call_k, fh, bar, problems, failures)
     rec.keep_going = keep_going
     golden = queries if isinstance(queries, GoldenSet) else None
-    return _Prepared(run, tasks, rec, policy, chosen, r, fh, bar, golden, check_ids, id_from is not None, problems)
+    call, convert = _calls(r, chosen, call_k)
+    return _Prepared(
+        run, tasks, rec, policy, chosen, r, fh, bar, golden, check_ids, id_from is not None, problems,
+        len(tasks) + resumed, call, convert,
+    )  # fmt: skip
 
 
 def _id_label(specs: tuple[Any, ...]) -> str | list[str]:
@@ -527,21 +545,20 @@ def _id_label(specs: tuple[Any, ...]) -> str | list[str]:
     return names[0] if len(names) == 1 else names
 
 
-def _calls(p: _Prepared) -> tuple[Callable[[str], Any], Callable[[Any], Normalized]]:
+def _calls(r: Any, mode: str, k: int | None) -> tuple[Callable[[str], Any], Callable[[Any], Normalized]]:
     """The engine's call (query text -> raw result) and convert (raw result -> hits, notes, stages).
 
     The retriever's latency is the call alone; normalising its result is timed apart.
     """
-    r, k = p.retriever, p.rec.k
     if isinstance(r, AdapterBase):
-        fetch = r.afetch if p.mode == "async" else r.fetch
+        fetch = r.afetch if mode == "async" else r.fetch
         normalize = r.normalize
         return (lambda text: fetch(text, k)), (lambda raw: normalize(raw, k))
-    retrieve = r.aretrieve if p.mode == "async" else r.retrieve
+    retrieve = r.aretrieve if mode == "async" else r.retrieve
     limit = k if k is not None else 1 << 62
 
     def convert(raw: Any) -> Normalized:
-        hits, notes = normalize_hits(raw, k=limit, keep_text=True)
+        hits, notes = _normalize(raw, k=limit, id_from=None, doc_map=None, keep_text=True)
         return hits, notes, {}
 
     return (lambda text: retrieve(text, k)), convert
@@ -856,19 +873,13 @@ def run_retriever(
         )  # fmt: skip
         golden = queries if isinstance(queries, GoldenSet) else None
         return _refuse_suspicious(run, golden, check_ids=check_ids, keep_going=keep_going)
-    if retrieval is not None:
-        raise InputError(
-            f"retrieval={retrieval!r} chooses among an app's retrievals; {type(retriever).__name__} is a retriever"
-        )
     p = _prepare(
-        retriever, queries, k=k, concurrency=concurrency, timeout=timeout, retries=2 if retries is None else retries,
-        backoff=backoff,
-        progress=progress, checkpoint=checkpoint, retry_failed=retry_failed, name=name, mode=mode,
+        retriever, queries, retrieval=retrieval, k=k, concurrency=concurrency, timeout=timeout, retries=retries,
+        backoff=backoff, progress=progress, checkpoint=checkpoint, retry_failed=retry_failed, name=name, mode=mode,
         id_from=id_from, doc_map=doc_map, keep_text=keep_text, keep_going=keep_going, check_ids=check_ids,
     )  # fmt: skip
-    total = len(p.tasks) + p.run.config["resumed"]
+    total, call, convert = p.total, p.call, p.convert
     interrupted = False
-    call, convert = _calls(p)
     try:
         if not p.tasks:
             pass
@@ -936,18 +947,12 @@ async def arun_retriever(
         )  # fmt: skip
         golden = queries if isinstance(queries, GoldenSet) else None
         return _refuse_suspicious(run, golden, check_ids=check_ids, keep_going=keep_going)
-    if retrieval is not None:
-        raise InputError(
-            f"retrieval={retrieval!r} chooses among an app's retrievals; {type(retriever).__name__} is a retriever"
-        )
     p = _prepare(
-        retriever, queries, k=k, concurrency=concurrency, timeout=timeout, retries=2 if retries is None else retries,
-        backoff=backoff,
-        progress=progress, checkpoint=checkpoint, retry_failed=retry_failed, name=name, mode=mode,
+        retriever, queries, retrieval=retrieval, k=k, concurrency=concurrency, timeout=timeout, retries=retries,
+        backoff=backoff, progress=progress, checkpoint=checkpoint, retry_failed=retry_failed, name=name, mode=mode,
         id_from=id_from, doc_map=doc_map, keep_text=keep_text, keep_going=keep_going, check_ids=check_ids,
     )  # fmt: skip
-    total = len(p.tasks) + p.run.config["resumed"]
-    call, convert = _calls(p)
+    total, call, convert = p.total, p.call, p.convert
     try:
         if not p.tasks:
             pass
@@ -1001,18 +1006,16 @@ class RunSummary:
     id_resolution: str | None = None
 
     def __str__(self) -> str:
-        parts = [f"{self.queries} queries: {self.succeeded} succeeded, {self.failed} failed"]
+        head = f"{self.queries} queries: {self.succeeded} succeeded, {self.failed} failed"
         if self.failures:
-            parts[0] += " (" + ", ".join(f"{k}: {n}" for k, n in sorted(self.failures.items())) + ")"
-        if self.unfinished:
-            parts.append(f"{self.unfinished} unfinished (interrupted; resume with the same checkpoint)")
-        if self.resumed:
-            parts.append(f"{self.resumed} resumed from the checkpoint")
-        if self.with_notes:
-            parts.append(f"{self.with_notes} with notes (see run.config['problems'])")
-        if self.duplicates:
-            parts.append(f"{self.duplicates} duplicate hits dropped")
-        text = "; ".join(parts) + "."
+            head += " (" + ", ".join(f"{k}: {n}" for k, n in sorted(self.failures.items())) + ")"
+        clauses = count_clauses(
+            (self.unfinished, "unfinished (interrupted; resume with the same checkpoint)"),
+            (self.resumed, "resumed from the checkpoint"),
+            (self.with_notes, "with notes (see run.config['problems'])"),
+            (self.duplicates, "duplicate hits dropped"),
+        )
+        text = "; ".join([head, *clauses]) + "."
         if self.id_resolution:
             text += f"\n  doc ids: {self.id_resolution}"
         for _, msg in sorted(self.examples.items()):

@@ -10,6 +10,11 @@ A :class:`Run` holds, per query, one of two kinds of result:
 * **ranked** -- a list of :class:`Hit` in the order a retriever returned them (frameworks, the runner,
   live capture). The list order *is* the ranking; scores are kept but never re-sorted. A repeated doc id
   keeps its first (best) position; later copies are dropped and counted in :attr:`Run.duplicates`.
+
+A ranked result given as doc ids, ``(doc_id, float)`` pairs or clean Hits (and what the runner
+retrieves) is kept as columns -- ids, scores, texts, metadata -- until someone reads its hits: the
+metrics read the ids with no Python object per hit, and ``run[qid]`` / :meth:`Run.hits` give
+:class:`Hit` objects equal to the ones the list would have made.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, pairwise, repeat
-from typing import Any
+from typing import Any, final
 
 import numpy as np
 
@@ -144,21 +149,50 @@ def _import_pandas(feature: str) -> Any:
         raise MissingExtraError("pandas", "pandas", feature) from None
 
 
-def _frame_columns(df: Any, columns: Mapping[str, str | None], feature: str) -> tuple[list[Any], dict[str, list[Any]]]:
-    """The row labels and ``{parameter: column values}`` of a DataFrame; a missing column names the others."""
+def _frame_columns(
+    df: Any, columns: Mapping[str, str | None], feature: str, hint: str | None = None
+) -> tuple[list[Any], dict[str, list[Any]]]:
+    """The row labels and ``{parameter: column values}`` of a DataFrame; a missing column names the others.
+
+    ``hint`` (what the caller could pass instead) ends the message of a frame refused.
+    """
     pd = _import_pandas(feature)
+
+    def refuse(message: str) -> InputError:
+        return InputError(f"{message}; {hint}" if hint else message)
+
     if not isinstance(df, pd.DataFrame):
-        hint = " (a polars frame: pass frame.to_pandas())" if type(df).__module__.startswith("polars") else ""
-        raise InputError(f"{feature}: expected a pandas DataFrame, found {type(df).__name__}{hint}")
+        polars = " (a polars frame: pass frame.to_pandas())" if type(df).__module__.startswith("polars") else ""
+        raise refuse(f"{feature}: expected a pandas DataFrame, found {type(df).__name__}{polars}")
     have = ", ".join(repr(c) for c in df.columns) or "none"
     out: dict[str, list[Any]] = {}
     for param, col in columns.items():
         if col is None:
             continue
         if col not in df.columns:
-            raise InputError(f"{feature}: {param}={col!r} is not a column of the frame; its columns are: {have}")
+            raise refuse(f"{feature}: {param}={col!r} is not a column of the frame; its columns are: {have}")
         out[param] = df[col].tolist()
     return df.index.tolist(), out
+
+
+def _cell(feature: str, row: Any, column: str | None) -> str:
+    """Where a value of a frame is, for a message: ``feature: row R, column 'C'``."""
+    return f"{feature}: row {row!r}, column {column!r}"
+
+
+def _frame_rows(
+    feature: str, rows: list[Any], cols: Mapping[str, list[Any]], query_col: str, doc_col: str
+) -> Iterator[tuple[int, Any, str, str]]:
+    """``(i, row label, query id, doc id)`` for each row of :func:`_frame_columns`' output, ids made str.
+
+    A bad id is refused naming its row and column.
+    """
+    for i, (row, q, d) in enumerate(zip(rows, cols["query_col"], cols["doc_col"], strict=True)):
+        if type(q) is not str:
+            q = _check_id(q, "query id", _cell(feature, row, query_col))
+        if type(d) is not str:
+            d = _check_id(d, "doc id", _cell(feature, row, doc_col))
+        yield i, row, q, d
 
 
 def _missing(value: object) -> bool:
@@ -356,30 +390,23 @@ class Qrels(Mapping[str, Mapping[str, int]]):
         rankbridge.errors.InputError: Qrels.from_pandas: label_col='relevance' is not a column of the frame; ...
         """
         feature = "Qrels.from_pandas"
-        try:
-            rows, cols = _frame_columns(
-                df, {"query_col": query_col, "doc_col": doc_col, "label_col": label_col}, feature
-            )
-        except InputError as exc:
-            if label_col is not None and label_col not in getattr(df, "columns", ()):
-                raise InputError(f"{exc}; label_col=None reads every row as relevant (label 1)") from None
-            raise
-        qs, ds = cols["query_col"], cols["doc_col"]
+        no_labels = label_col is not None and label_col not in getattr(df, "columns", ())
+        rows, cols = _frame_columns(
+            df,
+            {"query_col": query_col, "doc_col": doc_col, "label_col": label_col},
+            feature,
+            "label_col=None reads every row as relevant (label 1)" if no_labels else None,
+        )
         labels = cols.get("label_col")
         data: dict[str, dict[str, int]] = {}
         first: dict[tuple[str, str], Any] = {}
-        for i, row in enumerate(rows):
-            q, d = qs[i], ds[i]
-            if type(q) is not str:
-                q = _check_id(q, "query id", f"{feature}: row {row!r}, column {query_col!r}")
-            if type(d) is not str:
-                d = _check_id(d, "doc id", f"{feature}: row {row!r}, column {doc_col!r}")
+        for i, row, q, d in _frame_rows(feature, rows, cols, query_col, doc_col):
             if labels is None:
                 label = 1
             else:
                 label = labels[i]
                 if type(label) is not int:
-                    label = _check_label(label, f"{feature}: row {row!r}, column {label_col!r}")
+                    label = _check_label(label, _cell(feature, row, label_col))
             docs = data.setdefault(q, {})
             old = docs.get(d)
             if old is None:
@@ -399,18 +426,99 @@ _DOC_ID = operator.attrgetter("doc_id")
 _SCORE = operator.attrgetter("score")
 
 
-def _clean_hits(hits: list[Any]) -> bool:
-    """True for Hits with str ids, float-or-None scores (no NaN) and no repeated id: kept as they are."""
-    if set(map(type, hits)) != {Hit}:
-        return not hits
-    ids = list(map(_DOC_ID, hits))
-    scores = list(map(_SCORE, hits))
-    return (
-        set(map(type, ids)) == {str}
-        and set(map(type, scores)) <= {float, type(None)}
-        and not any(map(operator.ne, scores, scores))
-        and len(set(ids)) == len(ids)
-    )
+@final
+@dataclass(slots=True, eq=False, repr=False)
+class _Ranked(Sequence[Hit]):
+    """One query's ranked hits kept as parallel columns: a :class:`Hit` is made only when one is read.
+
+    What :meth:`Run.add` keeps for hits already checked (the plain forms -- doc ids, ``(doc_id, float)``
+    pairs, clean Hits -- and the runner's normalised results): the metrics read ``ids`` directly, with no
+    Python object per hit, and ``run[qid]`` / :meth:`Run.hits` build the Hits when a user reads them.
+
+    Invariants, established by whoever builds one (:meth:`of_items` here, the fast paths of
+    :func:`rankbridge.retriever.normalize_hits`): ``ids`` are str, ``scores`` (None: no hit has one)
+    float or None and never NaN, ``texts`` str or None, ``metadata`` mappings or None. A doc id may
+    still repeat: :meth:`Run.add` drops the repeats (:meth:`distinct`). ``given``: the Hit objects the
+    columns came from, when they came from Hits (kept as they are, read back as they were given).
+    """
+
+    ids: Sequence[str]
+    scores: Sequence[float | None] | None = None
+    texts: Sequence[str | None] | None = None
+    metadata: Sequence[Mapping[str, Any] | None] | None = None
+    given: list[Hit] | None = None
+
+    @classmethod
+    def of_items(cls, items: Sequence[Any]) -> _Ranked | None:
+        """``items`` when all are str ids, all ``(str, float)`` pairs or all clean Hits; else None.
+
+        The checks of :meth:`Run.add` done by C-level passes (no loop per hit); None sends the list to
+        its per-item loop, which converts what it can and names what it cannot.
+        """
+        kinds = set(map(type, items))
+        if kinds == {str}:
+            return cls(tuple(items))
+        if kinds == {tuple}:
+            if set(map(len, items)) != {2}:
+                return None
+            ids, scores = zip(*items, strict=True)
+            if set(map(type, ids)) != {str} or set(map(type, scores)) != {float}:
+                return None
+        elif kinds == {Hit}:
+            ids, scores = tuple(map(_DOC_ID, items)), tuple(map(_SCORE, items))
+            if set(map(type, ids)) != {str} or not set(map(type, scores)) <= {float, type(None)}:
+                return None
+            return None if any(map(operator.ne, scores, scores)) else cls(ids, scores, given=list(items))
+        else:
+            return cls(()) if not items else None
+        return None if any(map(operator.ne, scores, scores)) else cls(ids, scores)  # NaN: unequal to itself
+
+    def distinct(self) -> tuple[_Ranked, int]:
+        """This entry without repeated doc ids (the first kept), and how many were dropped."""
+        ids = self.ids
+        if len(set(ids)) == len(ids):
+            return self, 0
+        first: dict[str, int] = {}
+        for i, d in enumerate(ids):
+            first.setdefault(d, i)
+        keep = list(first.values())
+
+        def pick(column: Sequence[Any] | None) -> Any:
+            return None if column is None else [column[i] for i in keep]
+
+        out = _Ranked(pick(ids), pick(self.scores), pick(self.texts), pick(self.metadata), pick(self.given))
+        return out, len(ids) - len(keep)
+
+    def hits(self) -> list[Hit]:
+        """The hits as :class:`Hit` objects (a new list each call)."""
+        if self.given is not None:
+            return list(self.given)
+        none = repeat(None)
+        if self.metadata is not None:
+            return list(map(Hit, self.ids, self.scores or none, self.texts or none, self.metadata))
+        if self.texts is not None:
+            return list(map(Hit, self.ids, self.scores or none, self.texts))
+        if self.scores is not None:
+            return list(map(Hit, self.ids, self.scores))
+        return list(map(Hit, self.ids))
+
+    def head(self, depth: int) -> Sequence[Any]:
+        """The first ``depth`` hits for the id check: doc ids when the hits carry no metadata, else Hits."""
+        if self.given is None and self.metadata is None:
+            return self.ids[:depth]
+        return self.hits()[:depth]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.hits()[index]
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(self.hits())
+
+    def __repr__(self) -> str:
+        return f"_Ranked({len(self.ids)} hits)"
 
 
 def _plain_ranked(run: Mapping[str, Any], lists: list[Any]) -> tuple[dict[str, list[str]], dict[str, int]] | None:
@@ -607,28 +715,35 @@ class RunColumns:
             np.cumsum(distinct, out=offsets[1:])
         return cls(list(index), offsets, docs, values, ranks is not None, index), dropped
 
+    def _scores(self, lo: int, hi: int) -> list[float | None]:
+        """Rows ``lo:hi``'s scores as Python floats (in a ranked run NaN means no score: None)."""
+        scores: list[Any] = self.scores[lo:hi].tolist()
+        if self.ranked and np.isnan(self.scores[lo:hi]).any():
+            scores = [None if s != s else s for s in scores]
+        return scores
+
+    def _entry(self, docs: list[str], scores: list[Any]) -> dict[str, float] | _Ranked:
+        return _Ranked(docs, scores) if self.ranked else dict(zip(docs, scores, strict=True))
+
     def query_dict(self, qid: str) -> dict[str, float] | list[Hit]:
         """One query's result as the mapping view holds it (KeyError for an unknown query)."""
         i = self.index[qid]
         lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
-        scores = self.scores[lo:hi].tolist()
-        if self.ranked:
-            return [Hit(d, None if s != s else s) for d, s in zip(self.doc_ids[lo:hi], scores, strict=True)]
-        return dict(zip(self.doc_ids[lo:hi], scores, strict=True))
+        entry = self._entry(self.doc_ids[lo:hi], self._scores(lo, hi))
+        return entry.hits() if type(entry) is _Ranked else entry
+
+    def entries(self) -> dict[str, dict[str, float] | list[Hit] | _Ranked]:
+        """What a :class:`Run` holds per query: ``{doc: score}`` (scored) or compact hits (ranked: no Hit made)."""
+        bounds = self.offsets.tolist()
+        scores = self._scores(0, len(self.doc_ids))
+        return {
+            qid: self._entry(self.doc_ids[lo:hi], scores[lo:hi])
+            for qid, lo, hi in zip(self.query_ids, bounds[:-1], bounds[1:], strict=True)
+        }
 
     def to_dict(self) -> dict[str, dict[str, float] | list[Hit]]:
         """The mapping view: ``{qid: {doc: score}}`` (scored) or ``{qid: [Hit, ...]}`` (ranked)."""
-        bounds = self.offsets.tolist()
-        scores = self.scores.tolist()
-        out: dict[str, dict[str, float] | list[Hit]] = {}
-        for qid, lo, hi in zip(self.query_ids, bounds[:-1], bounds[1:], strict=True):
-            if self.ranked:
-                out[qid] = [
-                    Hit(d, None if s != s else s) for d, s in zip(self.doc_ids[lo:hi], scores[lo:hi], strict=True)
-                ]
-            else:
-                out[qid] = dict(zip(self.doc_ids[lo:hi], scores[lo:hi], strict=True))
-        return out
+        return {q: v.hits() if type(v) is _Ranked else v for q, v in self.entries().items()}
 
 
 class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
@@ -678,7 +793,10 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
     ) -> None:
         self.name = name
         self.config: dict[str, Any] = dict(config or {})
-        self._dict: dict[str, dict[str, float] | list[Hit]] = {}
+        #: ``{qid: {doc: score} | [Hit, ...] | _Ranked}``: what each query holds, hits not read yet kept compact
+        self._dict: dict[str, dict[str, float] | list[Hit] | _Ranked] = {}
+        #: queries that may hold a :class:`_Ranked` (a superset: one read since is skipped)
+        self._pending: set[str] = set()
         self._columns: RunColumns | None = None
         self.errors: dict[str, str] = {}
         self.latency: dict[str, float] = {}
@@ -688,17 +806,42 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         self._cache: dict[Any, Any] = {}
 
     @property
-    def _data(self) -> dict[str, dict[str, float] | list[Hit]]:
-        """``{qid: {doc: score} | [Hit, ...]}``; a run built from columns is turned into it on first use."""
+    def _entries(self) -> dict[str, dict[str, float] | list[Hit] | _Ranked]:
+        """What each query holds, compact hits kept compact; a run built from columns is turned into it on first use."""
         if self._columns is not None:
-            self._dict = self._columns.to_dict()
+            self._dict = self._columns.entries()
+            self._pending = set(self._dict) if self._columns.ranked else set()
             self._columns = None
         return self._dict
 
+    @property
+    def _data(self) -> dict[str, dict[str, float] | list[Hit]]:
+        """The mapping view ``{qid: {doc: score} | [Hit, ...]}``: compact hits are made into Hits (in place)."""
+        entries = self._entries
+        if self._pending:
+            for qid in self._pending:
+                value = entries.get(qid)
+                if type(value) is _Ranked:
+                    entries[qid] = value.hits()
+            self._pending = set()
+        return entries  # type: ignore[return-value]  # no _Ranked left
+
     @_data.setter
     def _data(self, value: dict[str, dict[str, float] | list[Hit]]) -> None:
-        self._dict = value
+        self._dict = value  # type: ignore[assignment]
+        self._pending = set(value)  # whatever it holds: checked on the next read
         self._columns = None
+
+    def _metric_view(self) -> dict[str, Any]:
+        """``{qid: {doc: score} | [Hit, ...] | doc ids}`` for the metrics: a compact query gives its ids (no Hit made).
+
+        The ids of a ranked query are distinct str in rank order, as :func:`rankbridge.metrics.build_table`
+        expects of a checked run.
+        """
+        entries = self._entries
+        if not self._pending:
+            return entries  # type: ignore[return-value]  # no _Ranked in it
+        return {q: v.ids if type(v) is _Ranked else v for q, v in entries.items()}
 
     @property
     def columns(self) -> RunColumns | None:
@@ -763,13 +906,21 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
     def _id_sample(self, limit: int, depth: int) -> Mapping[str, Any]:
         """The first queries' results, ``depth`` hits each and about ``limit`` hits in all (the id check's sample).
 
-        A run built from columns gives doc id lists without turning itself into dicts.
+        A run built from columns gives doc id lists without turning itself into dicts, compact hits give
+        their ids (or Hits, when they carry metadata the check may read ids from).
         """
         cols = self._columns
-        if cols is None:
+        if cols is None and not self._pending:
             return self._dict
-        out: dict[str, list[str]] = {}
+        out: dict[str, Any] = {}
         total = 0
+        if cols is None:
+            for qid, value in self._dict.items():
+                out[qid] = value.head(depth) if type(value) is _Ranked else value
+                total += min(len(value), depth)
+                if total >= limit:
+                    break
+            return out
         for i, qid in enumerate(cols.query_ids):
             lo, hi = int(cols.offsets[i]), int(cols.offsets[i + 1])
             out[qid] = cols.doc_ids[lo : min(hi, lo + depth)]
@@ -834,7 +985,8 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         out = cls(name=first.name if name is None else name, config=first.config)
         failures: dict[str, int] = {}
         for part in parts:
-            out._data.update(part._data)
+            out._dict.update(part._entries)
+            out._pending |= part._pending
             out.errors.update(part.errors)
             out.latency.update(part.latency)
             out.duplicates.update(part.duplicates)
@@ -927,20 +1079,40 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
 
     def add(self, qid: Any, hits: Iterable[Hit | str | tuple[str, float]], *, latency: float | None = None) -> None:
         """Set the ranked hits of one query (rank order, best first); duplicates keep the first."""
-        q = _check_id(qid, "query id", f"run[{qid!r}]")
-        if isinstance(hits, (Mapping, str, bytes)):
-            kind = "a mapping of doc -> score" if isinstance(hits, Mapping) else "a string"
-            raise InputError(
-                f"run[{qid!r}]: expected hits in rank order (a list), found {kind}; "
-                "use Run.from_scores for {doc: score} results"
-            )
-        if type(hits) is list and _clean_hits(hits):  # the runner's case: checked by C-level passes
-            self._data[q] = list(hits)
+        q = qid if type(qid) is str else _check_id(qid, "query id", f"run[{qid!r}]")
+        # Plain forms and the runner's normalised hits are kept compact (no Hit built until read); a
+        # _Ranked comes checked from where it was made (Run's checks done once, there).
+        entry: _Ranked | None
+        if type(hits) is _Ranked:
+            entry = hits
+        else:
+            if isinstance(hits, (Mapping, str, bytes)):
+                kind = "a mapping of doc -> score" if isinstance(hits, Mapping) else "a string"
+                raise InputError(
+                    f"run[{qid!r}]: expected hits in rank order (a list), found {kind}; "
+                    "use Run.from_scores for {doc: score} results"
+                )
+            entry = _Ranked.of_items(hits) if type(hits) is list else None
+        value: list[Hit] | _Ranked
+        if entry is not None:
+            value, dropped = entry.distinct()
+        else:
+            value, dropped = self._checked_hits(qid, hits)
+        entries = self._entries
+        entries[q] = value
+        if entry is not None:
+            self._pending.add(q)
+        if dropped:
+            self.duplicates[q] = dropped
+        else:
             self.duplicates.pop(q, None)
-            if latency is not None:
-                self.latency[q] = float(latency)
-            self._cache.clear()
-            return
+        if latency is not None:
+            self.latency[q] = float(latency)
+        self._cache.clear()
+
+    @staticmethod
+    def _checked_hits(qid: Any, hits: Iterable[Any]) -> tuple[list[Hit], int]:
+        """Each item made a clean Hit (converted, or refused naming it), repeats dropped; (hits, dropped)."""
         seen: set[str] = set()
         out: list[Hit] = []
         dropped = 0
@@ -970,27 +1142,24 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
                 continue
             seen.add(hit.doc_id)
             out.append(hit)
-        self._data[q] = out
-        if dropped:
-            self.duplicates[q] = dropped
-        else:
-            self.duplicates.pop(q, None)
-        if latency is not None:
-            self.latency[q] = float(latency)
-        self._cache.clear()
+        return out, dropped
 
     def add_error(self, qid: Any, message: str, *, latency: float | None = None) -> None:
         """Record that retrieval failed for ``qid``; it is evaluated as an empty result."""
         q = _check_id(qid, "query id", f"run[{qid!r}]")
         self.errors[q] = message
-        self._data.pop(q, None)
+        self._entries.pop(q, None)
         if latency is not None:
             self.latency[q] = float(latency)
         self._cache.clear()
 
     # -- access ---------------------------------------------------------------------------------
     def __getitem__(self, qid: str) -> Mapping[str, float] | Sequence[Hit]:
-        return self._data[qid]
+        entries = self._entries
+        value = entries[qid]
+        if type(value) is _Ranked:  # read: its Hits replace it (the same list on every read, as stored)
+            value = entries[qid] = value.hits()
+        return value
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._columns.query_ids if self._columns is not None else self._dict)
@@ -1022,10 +1191,13 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         if isinstance(value, dict):
             order = sorted(value.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
             return [Hit(doc, score) for doc, score in order]
-        return list(value)
+        return value.hits() if type(value) is _Ranked else list(value)
 
     def ranking(self, qid: str) -> list[str]:
         """The doc ids of ``qid`` in rank order."""
+        value = self._dict.get(qid) if self._columns is None else None
+        if type(value) is _Ranked:
+            return list(value.ids)
         return [h.doc_id for h in self.hits(qid)]
 
     def query_ids(self) -> list[str]:
@@ -1040,20 +1212,23 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         order survives a round trip through a TREC file.
         """
         out: dict[str, dict[str, float]] = {}
-        for qid, value in self._data.items():
+        for qid, value in self._entries.items():
             if isinstance(value, dict):
                 out[qid] = dict(value)
                 continue
-            scores = [h.score for h in value]
+            if type(value) is _Ranked:
+                ids, scores = value.ids, value.scores or [None] * len(value)
+            else:
+                ids, scores = [h.doc_id for h in value], [h.score for h in value]
             decreasing = all(s is not None for s in scores) and all(
                 a > b  # type: ignore[operator]
                 for a, b in pairwise(scores)
             )
-            n = len(value)
+            n = len(ids)
             if decreasing:
-                out[qid] = {h.doc_id: float(h.score) for h in value}  # type: ignore[arg-type]
+                out[qid] = dict(zip(ids, map(float, scores), strict=True))  # type: ignore[arg-type]
             else:
-                out[qid] = {h.doc_id: float(n - i) for i, h in enumerate(value)}
+                out[qid] = {d: float(n - i) for i, d in enumerate(ids)}
         return out
 
     # -- data frames ----------------------------------------------------------------------------
@@ -1079,7 +1254,7 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         scores: list[float] = []
         texts: list[str | None] = []
         nan = float("nan")
-        for qid in self._data:
+        for qid in self._entries:
             for rank, h in enumerate(self.hits(qid), 1):
                 qids.append(qid)
                 ranks.append(rank)
@@ -1177,29 +1352,16 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
             wanted["score_col"] = score_col
         if rank_col is None and score_col is None:
             raise InputError(f"{feature}: give score_col (a scored run) or rank_col (a ranked run); both are None")
-        try:
-            rows, cols = _frame_columns(df, wanted, feature)
-        except InputError as exc:
-            if rank_col is None and "rank" in getattr(df, "columns", ()):
-                raise InputError(f"{exc}; pass rank_col='rank' to rank by the 'rank' column") from None
-            raise
-        qs, ds = cols["query_col"], cols["doc_col"]
+        ranks_unused = rank_col is None and "rank" in getattr(df, "columns", ())
+        hint = "pass rank_col='rank' to rank by the 'rank' column" if ranks_unused else None
+        rows, cols = _frame_columns(df, wanted, feature, hint)
         scores, ranks, texts = cols.get("score_col"), cols.get("rank_col"), cols.get("text_col")
         run = cls(name=name)
-
-        def where(row: Any, col: str | None) -> str:
-            return f"{feature}: row {row!r}, column {col!r}"
-
         seen: dict[tuple[str, str], Any] = {}
         dropped: dict[str, int] = {}
         scored: dict[str, dict[str, float]] = {}
         ranked: dict[str, list[tuple[Any, Any, Hit]]] = {}
-        for i, row in enumerate(rows):
-            q, d = qs[i], ds[i]
-            if type(q) is not str:
-                q = _check_id(q, "query id", where(row, query_col))
-            if type(d) is not str:
-                d = _check_id(d, "doc id", where(row, doc_col))
+        for i, row, q, d in _frame_rows(feature, rows, cols, query_col, doc_col):
             key = (q, d)
             if key in seen:
                 if duplicates == "error":
@@ -1218,7 +1380,7 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
                 elif ranks is not None and _missing(raw):
                     score = None
                 else:
-                    score = _check_score(raw, where(row, score_col))
+                    score = _check_score(raw, _cell(feature, row, score_col))
             if ranks is None and texts is None:
                 scored.setdefault(q, {})[d] = score  # type: ignore[assignment]
                 continue
@@ -1227,10 +1389,12 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
                 raw_text = texts[i]
                 if not _missing(raw_text):
                     if not isinstance(raw_text, str):
-                        raise InputError(f"{where(row, text_col)}: expected a text (str), found {_describe(raw_text)}")
+                        raise InputError(
+                            f"{_cell(feature, row, text_col)}: expected a text (str), found {_describe(raw_text)}"
+                        )
                     text = str.__str__(raw_text)
             if ranks is not None:
-                rank = _check_label(ranks[i], where(row, rank_col)) if type(ranks[i]) is not int else ranks[i]
+                rank = _check_label(ranks[i], _cell(feature, row, rank_col)) if type(ranks[i]) is not int else ranks[i]
                 order: Any = (rank,)
             else:
                 order = (score, d)  # sorted descending below, as trec_eval ranks

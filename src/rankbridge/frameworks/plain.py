@@ -130,7 +130,7 @@ class CallableRetriever(AdapterBase):
 
     def _fetch(self, query: str, k: int | None) -> Any:
         out = self._invoke(query, k)
-        if inspect.isawaitable(out):
+        if type(out) is not list and inspect.isawaitable(out):  # a list, the common result, is no awaitable
             out = run_coroutine_sync(_await(out))
         return out
 
