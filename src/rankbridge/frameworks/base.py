@@ -18,12 +18,12 @@ import asyncio
 import hashlib
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rankbridge.errors import InputError, RankbridgeError, RetrievalError
-from rankbridge.retriever import IdSpec, _normalize_spec, normalize_hits
+from rankbridge.retriever import IdSpec, _normalize, _normalize_spec
 from rankbridge.types import Hit
 
 __all__ = [
@@ -42,8 +42,9 @@ __all__ = [
     "safe_call",
 ]
 
-#: What :meth:`AdapterBase.normalize` returns: the final hits (at most k), notes, and every other stage's hits.
-Normalized = tuple[list[Hit], list[str], dict[str, list[Hit]]]
+#: What :meth:`AdapterBase.normalize` returns: the final hits (at most k), notes, and every other stage's hits
+#: (sequences of Hits, kept compact where they can be: a Run stores them without a Hit object per hit).
+Normalized = tuple[Sequence[Hit], list[str], dict[str, Sequence[Hit]]]
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,7 @@ class AdapterBase:
     def normalize(self, raw: Any, k: int | None) -> Normalized:
         """The second half: hits of the final list (at most ``k``), notes, and the hits of every other stage
         (uncut), from what :meth:`fetch` returned."""
-        stages: dict[str, list[Hit]] = {}
+        stages: dict[str, Sequence[Hit]] = {}
         if isinstance(raw, Staged):
             for name, items in raw.stages.items():
                 stages[name] = self._hits(items, None)[0]
@@ -180,22 +181,22 @@ class AdapterBase:
         hits, notes = self._hits(raw, k)
         return hits, notes, stages
 
-    def _hits(self, items: Any, k: int | None) -> tuple[list[Hit], list[str]]:
+    def _hits(self, items: Any, k: int | None) -> tuple[Sequence[Hit], list[str]]:
         limit = k if k is not None else 1 << 62
-        return normalize_hits(items, k=limit, id_from=self.id_from, doc_map=self.doc_map, keep_text=self.keep_text)
+        return _normalize(items, k=limit, id_from=self.id_from, doc_map=self.doc_map, keep_text=self.keep_text)
 
     # -- the Retriever protocol -------------------------------------------------------------------
     def retrieve_with_notes(self, query: str, k: int | None) -> tuple[list[Hit], list[str]]:
         """The top ``k`` hits for ``query`` and notes on what was changed or guessed."""
         _check_k(k)
         hits, notes, _ = self.normalize(self.fetch(query, k), k)
-        return hits, notes
+        return list(hits), notes
 
     async def aretrieve_with_notes(self, query: str, k: int | None) -> tuple[list[Hit], list[str]]:
         """Async :meth:`retrieve_with_notes`."""
         _check_k(k)
         hits, notes, _ = self.normalize(await self.afetch(query, k), k)
-        return hits, notes
+        return list(hits), notes
 
     def retrieve(self, query: str, k: int) -> list[Hit]:
         """The top ``k`` hits for ``query`` in rank order."""
