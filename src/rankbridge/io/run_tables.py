@@ -341,7 +341,8 @@ def _columns(
             first = dict(zip(reversed(docs[lo:hi]), range(hi - 1, lo - 1, -1), strict=True))
             keep[lo:hi] = False
             keep[list(first.values())] = True
-            dropped[q_ids[i]] = hi - lo - len(first)
+            if hi - lo > len(first):
+                dropped[q_ids[i]] = hi - lo - len(first)
         docs = list(compress(docs, keep.tolist()))
         values = values[keep]
         np.cumsum(np.bincount(q_codes[keep], minlength=len(q_ids)), out=offsets[1:])

@@ -35,7 +35,7 @@ _FILTER_BITS = 20
 #: Rows at most this deep are checked for repeats by comparing column pairs, ``_SHIFT_BLOCK`` cells at a
 #: time; deeper ones by a sort.
 _SHIFT_DEPTH = 16
-_SHIFT_BLOCK = 1 << 15
+_SHIFT_BLOCK = 1 << 16
 
 
 def table_from_arrays(
@@ -218,23 +218,29 @@ def repeated_rows(docs: np.ndarray, dmin: int) -> np.ndarray:
 
 
 def _repeated_shallow(docs: np.ndarray, dmin: int, dtype: np.dtype) -> np.ndarray:
-    """:func:`repeated_rows` by comparing column ``c`` with column ``c + s`` for every shift ``s``.
+    """:func:`repeated_rows` by comparing each cell with the cell ``s`` to its right, for every shift ``s``.
 
-    ``depth (depth - 1) / 2`` comparisons per row, no sort (a row sort costs far more per cell at this
-    depth). Each block of rows is transposed (a copy that stays in the CPU cache), so that a shift is one
-    contiguous comparison of two slices of the block.
+    No sort (a row sort costs far more per cell at this depth): a block of rows (a copy that stays in the
+    CPU cache, in 32-bit ids when they fit) is compared with itself shifted by ``s`` cells as one flat
+    array; the few equal pairs found are kept when both cells are in one row. Padding gets a distinct
+    negative value per cell first, so that two -1 never count as a repeat.
     """
     n_q, depth = docs.shape
     out = np.zeros(n_q, dtype=bool)
     step = max(1, _SHIFT_BLOCK // depth)
+    if dmin < 0:  # room for a distinct negative value per padding cell of a block
+        dtype = np.promote_types(dtype, np.int32)
     for lo in range(0, n_q, step):
-        block = np.ascontiguousarray(docs[lo : lo + step].T, dtype=dtype)  # (depth, rows of the block)
+        flat = docs[lo : lo + step].astype(dtype).ravel()  # a copy: the padding is rewritten below
+        if dmin < 0:
+            pad = np.flatnonzero(flat < 0)
+            flat[pad] = -2 - np.arange(len(pad), dtype=dtype)
         for shift in range(1, depth):
-            same = block[shift:] == block[:-shift]
-            if dmin < 0:
-                same &= block[shift:] >= 0
+            same = flat[shift:] == flat[:-shift]
             if same.any():
-                out[lo : lo + block.shape[1]] |= same.any(axis=0)
+                cell = np.flatnonzero(same)
+                cell = cell[cell % depth < depth - shift]  # the pair's second cell is in the first's row
+                out[lo + cell // depth] = True
     return out
 
 
