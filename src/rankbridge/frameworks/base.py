@@ -3,7 +3,8 @@
 * :class:`Framework` -- how a framework's objects are recognised (the modules and names of their classes)
   and which package provides it; each ``frameworks/<name>/__init__.py`` declares one;
 * :class:`AdapterBase` (with :class:`Staged` and :data:`DEFAULT_K`) -- the base every retriever adapter
-  shares: error mapping at the boundary, k handling, result normalisation;
+  shares: error mapping at the boundary, k handling, result normalisation; :class:`CopiesByK`, the
+  framework adapters' copies of the wrapped retriever set up for each k;
 * :class:`LLMReply` and the model-id helpers the LLM wrappers share (:data:`OUTPUT_PARAMS`,
   :func:`output_params`, :func:`format_model_id`).
 
@@ -18,6 +19,7 @@ import asyncio
 import hashlib
 import json
 import math
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +33,7 @@ __all__ = [
     "NAME_FIELDS",
     "OUTPUT_PARAMS",
     "AdapterBase",
+    "CopiesByK",
     "Framework",
     "LLMReply",
     "Normalized",
@@ -98,6 +101,38 @@ class Staged:
 
     final: Any
     stages: Mapping[str, Any] = field(default_factory=dict)
+
+
+class CopiesByK:
+    """The wrapped retriever set up for each ``k``: made once per k, then reused, thread-safe.
+
+    ``get(k, make)`` returns the retriever for ``k``, calling ``make(k)`` the first time only (under a lock):
+    a copy with that k, or the retriever itself when it already returns k. A k already made takes no lock
+    (the runner asks once per query, from many threads). ``make`` is passed per call, not kept, so that an
+    adapter holding this cache and a bound method of its own is no reference cycle.
+
+    Examples
+    --------
+    >>> copies = CopiesByK()
+    >>> copies.get(5, lambda k: f"retriever with k={k}"), copies.get(5, lambda k: "not called again")
+    ('retriever with k=5', 'retriever with k=5')
+    """
+
+    __slots__ = ("_by_k", "_lock")
+
+    def __init__(self) -> None:
+        self._by_k: dict[int, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, k: int, make: Callable[[int], Any]) -> Any:
+        r = self._by_k.get(k)
+        if r is not None:
+            return r
+        with self._lock:
+            r = self._by_k.get(k)
+            if r is None:
+                r = self._by_k[k] = make(k)
+            return r
 
 
 class AdapterBase:

@@ -23,12 +23,11 @@ With langchain-core installed (not run here)::
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from rankbridge.errors import InputError, MissingExtraError
-from rankbridge.frameworks.base import DEFAULT_K, AdapterBase, Staged
+from rankbridge.frameworks.base import DEFAULT_K, AdapterBase, CopiesByK, Staged
 from rankbridge.retriever import IdSpec
 
 __all__ = ["LangChainRetriever"]
@@ -249,8 +248,7 @@ class LangChainRetriever(AdapterBase):
             self.native_async = (
                 type(self.retriever)._aget_relevant_documents is not base_retriever._aget_relevant_documents
             )
-        self._by_k: dict[int, Any] = {}
-        self._lock = threading.Lock()
+        self._copies = CopiesByK()
 
     def _configured_k(self, r: Any) -> int | None:
         if isinstance(r, self._vs_retriever):
@@ -262,6 +260,10 @@ class LangChainRetriever(AdapterBase):
             ks = [self._configured_k(m) for m in r.retrievers]
             return None if not ks or None in ks else sum(k for k in ks if k is not None)
         return _field_k(r)
+
+    def _retriever_for(self, k: int) -> Any:
+        """The app's retriever set up for ``k`` (see :meth:`_with_k`)."""
+        return self._with_k(self.retriever, k)
 
     def _with_k(self, r: Any, k: int) -> Any:
         """``r`` set up to return ``k`` documents: ``r`` itself, or a copy (its inner retrievers copied)."""
@@ -286,16 +288,7 @@ class LangChainRetriever(AdapterBase):
 
         ``k=None`` is the retriever as the app configured it.
         """
-        if k is None:
-            return self.retriever
-        r = self._by_k.get(k)
-        if r is not None:
-            return r
-        with self._lock:
-            r = self._by_k.get(k)
-            if r is None:
-                r = self._by_k[k] = self._with_k(self.retriever, k)
-            return r
+        return self.retriever if k is None else self._copies.get(k, self._retriever_for)
 
     def depth(self, k: int | None) -> int | None:
         """``k``, else the configured k; a bare vector store is asked for ``DEFAULT_K``."""

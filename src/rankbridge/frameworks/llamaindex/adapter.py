@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from rankbridge.errors import InputError, MissingExtraError
-from rankbridge.frameworks.base import AdapterBase, Staged
+from rankbridge.frameworks.base import AdapterBase, CopiesByK, Staged
 from rankbridge.retriever import IdSpec
 
 __all__ = ["LlamaIndexRetriever"]
@@ -192,34 +191,25 @@ class LlamaIndexRetriever(AdapterBase):
             self.native_async = False
         else:
             self.native_async = type(retriever)._aretrieve is not base._aretrieve
-        self._by_k: dict[int, Any] = {}
-        self._lock = threading.Lock()
+        self._copies = CopiesByK()
 
     def for_k(self, k: int | None) -> Any:
         """The LlamaIndex retriever used for a given ``k`` (a cached copy when ``k`` differs).
 
         ``k=None`` is the retriever as the app configured it (for an index: ``as_retriever()``).
         """
-        if k is None:
+        return self.retriever if k is None else self._copies.get(k, self._retriever_for)
+
+    def _retriever_for(self, k: int) -> Any:
+        """The retriever for ``k``: the index's ``as_retriever(similarity_top_k=k)``, a shallow copy with that
+        ``similarity_top_k``, or the retriever itself (it already returns k, or has no such setting)."""
+        if self._factory is not None:
+            return self._factory(k)
+        if _top_k(self.retriever) is None or self.retriever.similarity_top_k == k:
             return self.retriever
-        r = self._by_k.get(k)
-        if r is not None:
-            return r
-        with self._lock:
-            if k in self._by_k:
-                return self._by_k[k]
-            if self._factory is not None:
-                r = self._factory(k)
-            elif _top_k(self.retriever) is not None:
-                if self.retriever.similarity_top_k == k:
-                    r = self.retriever
-                else:
-                    r = copy.copy(self.retriever)
-                    r.similarity_top_k = k
-            else:
-                r = self.retriever
-            self._by_k[k] = r
-            return r
+        r = copy.copy(self.retriever)
+        r.similarity_top_k = k
+        return r
 
     def _snapshot(self, nodes: Any) -> list[Any]:
         """The retriever's list as it was before the postprocessors ran (they may rewrite it in place)."""
