@@ -26,7 +26,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, pairwise, repeat
-from typing import Any, final
+from typing import Any, TypeVar, final
 
 import numpy as np
 
@@ -213,7 +213,26 @@ def _plain_judgments(data: dict[Any, Any]) -> bool:
     )
 
 
-class Qrels(Mapping[str, Mapping[str, int]]):
+_V_co = TypeVar("_V_co", covariant=True)
+
+
+class _DictView(Mapping[str, _V_co]):
+    """A read-only mapping over the subclass's dict ``_data`` (:class:`Qrels`, ``integrations.answers.Answers``)."""
+
+    __slots__ = ()
+    _data: Mapping[str, _V_co]
+
+    def __getitem__(self, key: str) -> _V_co:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class Qrels(_DictView[Mapping[str, int]]):
     """Relevance judgments: query id -> {doc id -> integer label}.
 
     Label 0 (or negative) means judged non-relevant; labels >= 1 are relevant, graded labels (0-3, as an
@@ -295,15 +314,6 @@ class Qrels(Mapping[str, Mapping[str, int]]):
         self._cache = {}
         self._data = data
         return self
-
-    def __getitem__(self, qid: str) -> Mapping[str, int]:
-        return self._data[qid]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
 
     def __repr__(self) -> str:
         n = sum(len(d) for d in self._data.values())

@@ -32,14 +32,14 @@ Examples
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rankbridge import batch
 from rankbridge.errors import InputError
 from rankbridge.retriever import normalize_hits
-from rankbridge.types import GoldenSet, Hit, Query, Run
+from rankbridge.types import GoldenSet, Hit, Query, Run, _DictView
 
 __all__ = ["Answer", "Answers", "generate_answers"]
 
@@ -82,7 +82,7 @@ class Answer:
         return bool(self.contexts)
 
 
-class Answers(Mapping[str, Answer]):
+class Answers(_DictView[Answer]):
     """Query id -> :class:`Answer`, as :func:`generate_answers` returns them.
 
     Pass it as ``responses=`` to :func:`rankbridge.integrations.ragas.evaluate_ragas`: faithfulness is then
@@ -99,15 +99,6 @@ class Answers(Mapping[str, Answer]):
     def __init__(self, answers: Mapping[str, Answer], *, name: str = "answers") -> None:
         self._data = dict(answers)
         self.name = name
-
-    def __getitem__(self, qid: str) -> Answer:
-        return self._data[qid]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
 
     def __repr__(self) -> str:
         return f"Answers(name={self.name!r}, answers={len(self._data)}, errors={len(self.errors)})"
