@@ -147,3 +147,29 @@ def test_qrels_repeats_and_errors_go_to_the_line_reader(tmp_path: Path) -> None:
     path.write_text("q1 0 d1 1\nq1 0 d2 1.0\n")
     with pytest.raises(ParseError, match="expected an integer relevance label"):
         trec.read_qrels(path)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_blocks_split_a_query_and_give_the_same_run(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Blocks of a few lines: a query's lines run over block ends, and (odd seeds) queries come back later.
+    run_path, qrels_path = _random_files(tmp_path, seed)
+    slow_run, slow_qrels = _slow_run(run_path, monkeypatch), _slow_qrels(qrels_path, monkeypatch)
+    monkeypatch.setattr(trec, "_BLOCK", 40)
+    assert trec._bulk_run(run_path, None, "error") is not None
+    fast = trec.read_run(run_path)
+    assert fast.to_scores() == slow_run.to_scores()  # type: ignore[attr-defined]
+    assert list(fast) == list(slow_run)  # type: ignore[call-overload]  # queries in the order they first appear
+    assert fast.name == "tag1"
+    if qrels_path.read_text().strip():
+        assert trec.read_qrels(qrels_path).to_dict() == slow_qrels.to_dict()  # type: ignore[attr-defined]
+
+
+def test_a_bad_score_in_a_later_block_is_named_with_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "run.txt"
+    lines = [f"q{i // 3} Q0 d{i} {i % 3 + 1} {1.0 / (i + 1)!r} t" for i in range(30)]
+    lines[25] = "q8 Q0 d25 2 1_5 t"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(trec, "_BLOCK", 64)
+    with pytest.raises(ParseError) as err:
+        trec.read_run(path)
+    assert str(err.value).startswith(f"{path}:26: ")

@@ -20,10 +20,9 @@ different label it is an error.
 
 from __future__ import annotations
 
-import operator
 import os
-from collections.abc import Iterator, Mapping
-from itertools import pairwise, repeat
+from collections.abc import Callable, Iterator, Mapping
+from itertools import chain, groupby, repeat
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -159,17 +158,24 @@ def _score_problem(text: str) -> str:
 #: Ends every line before a block is split, so that each line's fields are followed by this one token:
 #: a block whose every (columns + 1)-th token is it has exactly ``columns`` fields on every line.
 _EOL = "\x01"
-_BLOCK = 1 << 22  # characters read at a time: bounds the memory of the field strings
+#: Characters read at a time. Small blocks keep a block's token list and strings in the CPU cache: one
+#: ``split`` of a 4 M-character block was measured slower than Python's loop over the lines, one of
+#: 64 K characters faster (``bench_files.py``, "From TREC files" in docs/benchmarks.md).
+_BLOCK = 1 << 16
 _SEPARATORS = ("\x1c", "\x1d", "\x1e", "\x1f")  # ASCII characters Python splits on and trec_eval does not
 
 
-def _bulk_columns(path: str | os.PathLike[str], columns: int, keep: tuple[int, ...]) -> list[list[str]] | None:
-    """The fields ``keep`` of every line, as one list per field; None if the file needs the line reader.
+class _LineReaderNeeded(Exception):
+    """Raised inside the bulk readers: the file needs the line-by-line reader (which names the line)."""
 
-    A block is split once (``str.split`` over the whole block, with an end-of-line token) and each kept
-    field is a slice of the token list; the block is checked by a count of the end-of-line tokens.
+
+def _token_blocks(path: str | os.PathLike[str], columns: int) -> Iterator[tuple[list[str], bool]]:
+    """Each block of whole lines split once: ``columns`` fields and the end-of-line token per line.
+
+    Also whether the block is plain (ASCII without ``_``: its scores need no further check). A block
+    with anything else on a line (other columns, a blank or comment line, whitespace trec_eval reads
+    differently) raises :class:`_LineReaderNeeded`.
     """
-    out: list[list[str]] = [[] for _ in keep]
     width = columns + 1
     try:
         with open(path, encoding=ENCODING, newline="\n") as fh:
@@ -179,64 +185,106 @@ def _bulk_columns(path: str | os.PathLike[str], columns: int, keep: tuple[int, .
                     if not block.endswith("\n"):
                         block += "\n"  # the file's last line has no newline
                 if _EOL in block or "\x00" in block:
-                    return None
-                odd = not block.isascii() or any(c in block for c in _SEPARATORS)
+                    raise _LineReaderNeeded
+                ascii_only = block.isascii()
+                odd = not ascii_only or any(c in block for c in _SEPARATORS)
                 if odd and _OTHER_SPACE.search(block):  # whitespace trec_eval does not split on
-                    return None
+                    raise _LineReaderNeeded
                 tokens = block.replace("\n", f" {_EOL} ").split()
                 lines = block.count("\n")
                 if len(tokens) != width * lines or tokens[columns::width].count(_EOL) != lines:
-                    return None  # a line with other columns, a blank or comment line
+                    raise _LineReaderNeeded  # a line with other columns, a blank or comment line
                 if "#" in block and any(map(str.startswith, tokens[0::width], repeat("#"))):
-                    return None  # a comment line (that happens to have as many fields as a data line)
-                for field, col in zip(out, keep, strict=True):
-                    field += tokens[col::width]
+                    raise _LineReaderNeeded  # a comment line (that happens to have as many fields as a data line)
+                yield tokens, ascii_only and "_" not in block
     except (OSError, UnicodeDecodeError):
-        return None
-    if not out[0]:
-        return None
-    return out
+        raise _LineReaderNeeded from None
 
 
-def _scores(texts: list[str]) -> np.ndarray | None:
-    """Scores as float64 (one C-level ``float`` each); None if one is not a finite ASCII number."""
-    joined = "".join(texts)
-    if not joined.isascii() or "_" in joined:
-        return None
+def _scores(texts: list[str], plain: bool) -> np.ndarray:
+    """Scores as float64 (one C-level ``float`` each); :class:`_LineReaderNeeded` unless all are finite ASCII
+    numbers without ``_`` (``float`` reads ``1_0`` and non-ASCII digits; trec_eval does not)."""
+    if not plain:
+        joined = "".join(texts)
+        if not joined.isascii() or "_" in joined:
+            raise _LineReaderNeeded
     try:
         values = np.fromiter(map(float, texts), dtype=np.float64, count=len(texts))
     except ValueError:
-        return None
-    return values if bool(np.isfinite(values).all()) else None
+        raise _LineReaderNeeded from None
+    if not bool(np.isfinite(values).all()):
+        raise _LineReaderNeeded
+    return values
 
 
-def _grouped(qids: list[str], docs: list[str], values: list[Any]) -> dict[str, dict[str, Any]] | None:
-    """``{qid: {doc: value}}`` from parallel columns, one dict per run of lines of the same query (files list
-    a query's lines together; one that comes back is merged); None if a (query, doc) pair is repeated."""
-    change = np.flatnonzero(np.fromiter(map(operator.ne, qids[1:], qids[:-1]), dtype=bool, count=len(qids) - 1))
-    bounds = [0, *(change + 1).tolist(), len(qids)]
+def _bulk_columns(
+    path: str | os.PathLike[str], columns: int, keep: tuple[int, ...], convert: Callable[[list[str], bool], Any]
+) -> tuple[list[str], list[int], list[list[Any]], str]:
+    """The file's lines grouped by query, in the file's order, and the fields ``keep`` of every line.
+
+    Returns the query id and line count of each run of consecutive lines of one query, per kept field the
+    values of every line (the last kept field passed through ``convert`` block by block, so its strings
+    are not all kept at once), and the last field of the first line (a run's tag).
+    """
+    width = columns + 1
+    qids: list[str] = []
+    counts: list[int] = []
+    fields: list[list[Any]] = [[] for _ in keep]
+    first_tag = ""
+    for tokens, plain in _token_blocks(path, columns):
+        groups = groupby(tokens[0::width])  # a run of one query's lines: one comparison per line, in C
+        qid, lines = next(groups)
+        if qids and qids[-1] == qid:  # the block goes on with the previous block's last query
+            counts[-1] += len(list(lines))
+        else:
+            qids.append(qid)
+            counts.append(len(list(lines)))
+        for qid, lines in groups:
+            qids.append(qid)
+            counts.append(len(list(lines)))
+        for out, col in zip(fields[:-1], keep[:-1], strict=True):
+            out += tokens[col::width]
+        fields[-1].append(convert(tokens[keep[-1] :: width], plain))
+        first_tag = first_tag or tokens[columns - 1]
+    if not qids:
+        raise _LineReaderNeeded
+    return qids, counts, fields, first_tag
+
+
+def _grouped(
+    qids: list[str], counts: list[int], docs: list[str], values: list[Any]
+) -> dict[str, dict[str, Any]] | None:
+    """``{qid: {doc: value}}`` from the runs of lines of each query (one C-level ``dict(zip(...))`` per run;
+    a query whose lines come back later is merged); None if a (query, doc) pair is repeated."""
     out: dict[str, dict[str, Any]] = {}
-    for lo, hi in pairwise(bounds):
-        docs_of = out.get(qids[lo])
+    hi = 0
+    for qid, n in zip(qids, counts, strict=True):
+        lo, hi = hi, hi + n
+        docs_of = out.get(qid)
         if docs_of is None:
-            out[qids[lo]] = dict(zip(docs[lo:hi], values[lo:hi], strict=True))
+            out[qid] = dict(zip(docs[lo:hi], values[lo:hi], strict=True))
         else:
             docs_of.update(zip(docs[lo:hi], values[lo:hi], strict=True))
-    if sum(map(len, out.values())) != len(qids):
+    if sum(map(len, out.values())) != len(docs):
         return None  # a pair given twice: the line-by-line reader tells whether that is allowed
     return out
 
 
+def _label_texts(texts: list[str], plain: bool) -> list[str]:
+    return texts
+
+
 def _bulk_qrels(path: str | os.PathLike[str], name: str | None) -> Qrels | None:
     """:func:`read_qrels` in bulk; None when the file needs the line-by-line reader (or has a repeated pair)."""
-    got = _bulk_columns(path, 4, (0, 2, 3))
-    if got is None:
+    try:
+        qids, counts, (docs, label_blocks), _ = _bulk_columns(path, 4, (2, 3), _label_texts)
+    except _LineReaderNeeded:
         return None
-    qids, docs, label_texts = got
+    label_texts = list(chain.from_iterable(label_blocks))
     labels: dict[str, int | None] = {text: parse_label(text) for text in set(label_texts)}
     if None in labels.values():
         return None
-    out = _grouped(qids, docs, list(map(labels.__getitem__, label_texts)))
+    out = _grouped(qids, counts, docs, list(map(labels.__getitem__, label_texts)))
     return None if out is None else Qrels._trusted(out, name=name or Path(path).name)
 
 
@@ -244,19 +292,16 @@ def _bulk_run(path: str | os.PathLike[str], name: str | None, duplicates: str) -
     """:func:`read_run` in bulk; None when the file needs the line-by-line reader (or repeats a pair).
 
     The run is built as ``{qid: {doc: score}}`` dicts (one C-level ``dict(zip(...))`` per query), which
-    the metrics' dict path reads: measured faster end to end than a columnar Run (``bench_files.py``).
+    the metrics' dict path reads: measured as fast end to end as a columnar Run (``bench_files.py``).
     """
-    got = _bulk_columns(path, 6, (0, 2, 4, 5))
-    if got is None:
+    try:
+        qids, counts, (docs, score_blocks), tag = _bulk_columns(path, 6, (2, 4), _scores)
+    except _LineReaderNeeded:
         return None
-    qids, docs, score_texts, tags = got
-    scores = _scores(score_texts)
-    if scores is None:
-        return None
-    out = _grouped(qids, docs, scores.tolist())
+    out = _grouped(qids, counts, docs, np.concatenate(score_blocks).tolist())
     if out is None:
         return None  # repeats: the line-by-line reader keeps the first (duplicates="first") or names both lines
-    return Run.from_scores(out, name=name or tags[0] or Path(path).name, copy=False)
+    return Run.from_scores(out, name=name or tag or Path(path).name, copy=False)
 
 
 def read_run(
