@@ -1067,6 +1067,53 @@ def small_tags(source: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return out
 
 
+def open_record(
+    framework: str,
+    query: str,
+    run_id: Any,
+    retriever: str,
+    query_id: Any,
+    parent_id: Any,
+    trace_id: Any,
+    tags: Mapping[str, Any],
+    outer: CaptureRecord | None,
+) -> CaptureRecord:
+    """The record of a retrieval a handler saw start, its latency clock started: how every handler opens one.
+
+    ``query_id``: the id the application passed through the framework (LangChain metadata or tags, LlamaIndex
+    instrument tags), or ``None``: then the id of the :func:`query_id` block around the call, if any. ``tags``:
+    what the record keeps of the framework's tags or metadata (:func:`small_tags` of them). ``outer``: the open
+    record of the retrieval this one runs inside, which it is nested in. Runs inside the application's call:
+    arguments by position.
+
+    Examples
+    --------
+    >>> with query_id("q7"):
+    ...     tags = small_tags({"user": "u1"})
+    ...     record = open_record("test", "what is tea?", "r1", "Static", None, None, "r1", tags, None)
+    >>> record.query_id, record.tags["user"], record.latency is None
+    ('q7', 'u1', True)
+    """
+    if query_id is None:
+        query_id = _current_query_id.get()
+    record = CaptureRecord(
+        framework,
+        query,
+        run_id,
+        retriever,
+        None if query_id is None else str(query_id),
+        parent_id,
+        trace_id,
+        time.time(),
+        tags,
+    )  # by position (framework, query, run_id, retriever, query_id, parent_id, trace_id, started, tags)
+    if outer is not None:
+        outer.add_nested(record)
+        record._is_nested = True
+    record._t0 = time.perf_counter()
+    return record
+
+
 def now() -> tuple[float, float]:
     """(wall clock, perf counter) at this instant."""
     return time.time(), time.perf_counter()

@@ -60,9 +60,9 @@ from rankbridge.capture import (
     Recorder,
     RecorderRuns,
     Unrecorded,
-    current_query_id,
     error_text,
     guarded,
+    open_record,
     own_recorder,
     small_tags,
 )
@@ -118,19 +118,11 @@ class _Tap:
             cur = parent
         return cur
 
-    def retriever_start(
-        self,
-        query: Any,
-        run_id: UUID,
-        parent_run_id: UUID | None,
-        tags: Sequence[str] | None,
-        metadata: dict[str, Any] | None,
-        name: Any,
-    ) -> None:
-        self._start(query, run_id, parent_run_id, tags, metadata, name)
+    def _opened(self, run_id: UUID) -> None:
+        """A retrieval went into the open map: inside an event loop, watch its task (see :meth:`_task_done`)."""
         # (outside an event loop, one C call: sync apps pay nothing more)
         loop = _events._get_running_loop()
-        if loop is not None and run_id in self._open:
+        if loop is not None:
             self._watch(run_id, loop)
 
     def _watch(self, run_id: UUID, loop: asyncio.AbstractEventLoop) -> None:
@@ -171,7 +163,7 @@ class _Tap:
             if not record._is_nested:
                 self._recorder.cancel(record)
 
-    def _start(
+    def retriever_start(
         self,
         query: Any,
         run_id: UUID,
@@ -186,11 +178,13 @@ class _Tap:
         parent = self._open.get(parent_run_id) if parent_run_id is not None else None
         if parent is NOT_RECORDED:  # nested in a retrieval that is not recorded
             self._open[run_id] = NOT_RECORDED
+            self._opened(run_id)
             return
         nested = parent is not None
         if not nested and not rec.admit():
             if len(self._open) < _MAX_OPEN:
                 self._open[run_id] = NOT_RECORDED
+                self._opened(run_id)
             return
         qid: Any = None
         if metadata:
@@ -204,32 +198,26 @@ class _Tap:
                 ):
                     qid = tag[len(QUERY_ID_KEY) + 1 :] or None
                     break
-        if qid is None:
-            qid = current_query_id()
-        if nested:
-            outer = cast(CaptureRecord, parent)
-            trace_id: Any = outer._trace_id
+        if parent is not None:  # nested: parent is the open record of the retrieval this one runs inside
+            trace_id: Any = parent._trace_id
         elif not self.trace:
             trace_id = None
         else:
             trace_id = self._trace(parent_run_id) if parent_run_id is not None else run_id
-        record = CaptureRecord(
+        record = open_record(
             "langchain",
             query if isinstance(query, str) else str(query),
             run_id,
             str(name) if name else "Retriever",
-            None if qid is None else str(qid),
+            qid,
             parent_run_id,
             trace_id,
-            time.time(),
             small_tags(metadata),
-        )  # by position (framework, query, run_id, retriever, query_id, parent_id, trace_id, started, tags)
-        if nested:
-            outer.add_nested(record)
-        record._is_nested = nested
+            parent,
+        )
         if len(self._open) < _MAX_OPEN:
-            record._t0 = time.perf_counter()
             self._open[run_id] = record
+            self._opened(run_id)
         elif not nested:
             rec.dropped += 1
 

@@ -1,4 +1,4 @@
-"""What the two LlamaIndex capture handlers share: opening a record, node scores, query text, the event tree walk.
+"""What the two LlamaIndex capture handlers share: node scores, query text, the event tree walk.
 
 :mod:`rankbridge.frameworks.llamaindex.capture` (instrumentation spans) and
 :mod:`rankbridge.frameworks.llamaindex.capture_legacy` (``CallbackManager`` events) read nodes and queries alike.
@@ -10,7 +10,6 @@ without the instrumentation module).
 
 from __future__ import annotations
 
-import time
 from types import MappingProxyType
 from typing import Any
 
@@ -22,7 +21,7 @@ from rankbridge.capture import (
     CaptureRecord,
     PlainAttrs,
     Unrecorded,
-    current_query_id,
+    open_record,
     small_tags,
 )
 
@@ -61,35 +60,6 @@ def query_text(q: Any) -> str:
         return q
     text = getattr(q, "query_str", None)
     return text if isinstance(text, str) else str(q)
-
-
-def new_record(
-    query: str, run_id: str, retriever: str, parent: str | None, trace: str, tags: Any, outer: CaptureRecord | None
-) -> CaptureRecord:
-    """A started record, nested in ``outer`` when given (both handlers open records through it).
-
-    The query id comes from ``tags`` (``rankbridge_query_id``), else from
-    :func:`~rankbridge.capture.query_id`. Runs inside the application's call: arguments by position.
-    """
-    qid = tags.get(QUERY_ID_KEY) if tags else None
-    if qid is None:
-        qid = current_query_id()
-    record = CaptureRecord(
-        "llamaindex",
-        query,
-        run_id,
-        retriever,
-        None if qid is None else str(qid),
-        parent,
-        trace,
-        time.time(),
-        small_tags(tags),
-    )  # by position (framework, query, run_id, retriever, query_id, parent_id, trace_id, started, tags)
-    if outer is not None:
-        outer.add_nested(record)
-        record._is_nested = True
-    record._t0 = time.perf_counter()
-    return record
 
 
 def open_retrieval(
@@ -131,6 +101,9 @@ def open_retrieval(
         if len(open_) < MAX_OPEN:
             open_[run_id] = NOT_RECORDED
         return
-    record = new_record(query, run_id, retriever, parent, trace if outer is None else outer._trace_id, tags, outer)
+    if outer is not None:
+        trace = outer._trace_id
+    qid = tags.get(QUERY_ID_KEY) if tags else None
+    record = open_record("llamaindex", query, run_id, retriever, qid, parent, trace, small_tags(tags), outer)
     if len(open_) < MAX_OPEN:
         open_[run_id] = record

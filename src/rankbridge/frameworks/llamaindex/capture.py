@@ -73,6 +73,7 @@ from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle
 from rankbridge.capture import (
     EMPTY_METADATA,
     NOT_RECORDED,
+    QUERY_ID_KEY,
     CaptureRecord,
     Recorder,
     RecorderRuns,
@@ -80,13 +81,15 @@ from rankbridge.capture import (
     Unrecorded,
     error_text,
     guarded,
+    open_record,
     own_recorder,
+    small_tags,
 )
 from rankbridge.capture import (
     MAX_RESULTS as _MAX_RESULTS,
 )
 from rankbridge.frameworks.llamaindex._capture_common import MAX_OPEN as _MAX_OPEN
-from rankbridge.frameworks.llamaindex._capture_common import PLAIN_ATTRS, new_record
+from rankbridge.frameworks.llamaindex._capture_common import PLAIN_ATTRS
 from rankbridge.frameworks.llamaindex._capture_common import node_scores as _scores
 from rankbridge.frameworks.llamaindex._capture_common import query_text as _query_text
 
@@ -169,15 +172,22 @@ def _snapshot_text_nodes(nodes: Any, text: bool, ref: bool = False) -> Snapshot 
     inside the application's call, where every instruction runs with cold caches. ``None`` for anything
     else (other node classes, subclasses that may override ``get_content``), which takes the generic path.
     The scores ride in the snapshot and an empty metadata dict is not kept (each node has its own): every
-    object a record keeps alive brings the garbage collector round sooner inside the app. ``ref``: also copy
-    each node's ``ref_doc_id`` (see :func:`_snapshot_ref_nodes`).
+    object a record keeps alive brings the garbage collector round sooner inside the app.
+
+    ``ref``: also copy each node's ``ref_doc_id`` (its source document's id). ``BaseNode.ref_doc_id`` is a
+    property over another property (``source_node``): ``None`` without a ``NodeRelationship.SOURCE`` entry in
+    ``relationships``, else that entry's ``node_id``, and a ``ValueError`` when the entry is a list. The same is
+    read here from the instance dicts, without the two property calls through pydantic's hooked attribute
+    path. An entry that is not a plain ``RelatedNodeInfo`` (a list, a subclass that may override ``node_id``)
+    gives ``None``: the generic path then reads ``ref_doc_id`` itself, exactly as it fails or succeeds there.
     """
-    if ref:
-        return _snapshot_ref_nodes(nodes, text)
     if type(nodes) is not list or not nodes:
         return None
     out = Snapshot()
     add = out.extend
+    # capture()'s case (texts, no ref_doc_id) is tested first: per node it then runs what a function of its own
+    # would, one test of a local and the row
+    plain = text and not ref
     for n in nodes:
         if type(n) is not NodeWithScore:
             return None
@@ -190,43 +200,21 @@ def _snapshot_text_nodes(nodes: Any, text: bool, ref: bool = False) -> Snapshot 
         nd = node.__dict__
         # BaseNode.node_id returns id_, TextNode.get_content() returns text (see PLAIN_ATTRS)
         meta = nd["metadata"] or EMPTY_METADATA
-        add((nd["id_"], meta, nd["text"], d["score"]) if text else (nd["id_"], meta, d["score"]))
-    out.fields = _FIELDS_TEXT if text else _FIELDS  # "score" last: finish_waiting reads it by position
-    out.cls = TextNode
-    return out
-
-
-def _snapshot_ref_nodes(nodes: Any, text: bool) -> Snapshot | None:
-    """:func:`_snapshot_text_nodes` that also copies each node's ``ref_doc_id`` (its source document's id).
-
-    ``BaseNode.ref_doc_id`` is a property over another property (``source_node``): ``None`` without a
-    ``NodeRelationship.SOURCE`` entry in ``relationships``, else that entry's ``node_id``, and a
-    ``ValueError`` when the entry is a list. The same is read here from the instance dicts, without the two
-    property calls through pydantic's hooked attribute path. An entry that is not a plain
-    ``RelatedNodeInfo`` (a list, a subclass that may override ``node_id``) gives ``None``: the generic path
-    then reads ``ref_doc_id`` itself, exactly as it fails or succeeds there.
-    """
-    if type(nodes) is not list or not nodes:
-        return None
-    out = Snapshot()
-    add = out.extend
-    for n in nodes:
-        if type(n) is not NodeWithScore:
-            return None
-        d = n.__dict__
-        node = d["node"]
-        if type(node) is not TextNode:
-            return None
-        nd = node.__dict__
+        if plain:
+            add((nd["id_"], meta, nd["text"], d["score"]))
+            continue
+        if not ref:
+            add((nd["id_"], meta, d["score"]))
+            continue
         source = nd["relationships"].get(_SOURCE)
         if source is not None:
             if type(source) is not RelatedNodeInfo:
                 return None
             # one hooked read of a field the instance dict holds: cheaper than going through its __dict__
             source = source.node_id
-        meta = nd["metadata"] or EMPTY_METADATA
         add((nd["id_"], meta, nd["text"], source, d["score"]) if text else (nd["id_"], meta, source, d["score"]))
-    out.fields = _FIELDS_TEXT_REF if text else _FIELDS_REF  # "score" last, as in _snapshot_text_nodes
+    # "score" last: finish_waiting reads it by position
+    out.fields = (_FIELDS_TEXT_REF if ref else _FIELDS_TEXT) if text else (_FIELDS_REF if ref else _FIELDS)
     out.cls = TextNode
     return out
 
@@ -338,11 +326,12 @@ class _Tap:
                 trace = noted[1]
             else:
                 trace = parent_id if parent_id is not None else id_
-            record = new_record(q, id_, cls.__name__, parent_id, trace, tags, None)
+            outer = None
         else:
-            record = new_record(q, id_, cls.__name__, parent_id, outer._trace_id, tags, outer)
+            trace = outer._trace_id
             self._nested_in[id_] = cast(str, outer_id)  # (an open retrieval was found under it)
-        open_[id_] = record
+        qid = tags.get(QUERY_ID_KEY) if tags else None
+        open_[id_] = open_record("llamaindex", q, id_, cls.__name__, qid, parent_id, trace, small_tags(tags), outer)
         _RETRIEVAL.set(id_)
 
     def end(self, id_: str, nodes: Any) -> None:
