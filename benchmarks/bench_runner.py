@@ -305,8 +305,13 @@ def main() -> None:
     say("")
     say("| what | wall µs / query | CPU µs / query |")
     say("| --- | ---: | ---: |")
-    for label, wall, cpu in overhead(n, repeats):
+    rows = overhead(n, repeats)
+    for label, wall, cpu in rows:
         say(f"| {label} | {wall:.1f} | {cpu:.1f} |")
+    runner_rows = [(cpu, label) for label, _, cpu in rows if "run_retriever overhead" in label]
+    worst, worst_label = max(runner_rows)
+    say("")
+    say(f"Largest CPU overhead of the runner over these forms: {worst:.1f} µs per query ({worst_label}).")
     delay, conc, nq = 0.05, 32, 1000
     ideal = nq * delay / conc
     reps = 1 if args.quick else 3
