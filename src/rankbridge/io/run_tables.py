@@ -70,31 +70,35 @@ def _encoded_ids(column: Any, kind: str, name: str, what: str) -> tuple[np.ndarr
             f"{_RUN_FEATURE}: row {int(missing[0])}, column {name!r}: expected a {what}, found a missing value"
         )
     if listed and len(codes):  # the dictionary's order is not the rows': renumber in order of appearance
-        first = np.full(len(values), len(codes), dtype=np.int64)
-        np.minimum.at(first, codes, np.arange(len(codes), dtype=np.int64))
-        used = np.argsort(first, kind="stable")[: int(np.count_nonzero(first < len(codes)))]
+        # a value's first row starts a run of equal codes: only those rows are searched
+        heads = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        _, first = np.unique(codes[heads], return_index=True)
+        used = codes[heads[np.sort(first)]]
         renumber = np.empty(len(values), dtype=np.int64)
         renumber[used] = np.arange(len(used), dtype=np.int64)
         codes, values = renumber[codes], list(map(values.__getitem__, used.tolist()))
     kinds = set(map(type, values))  # one C-level pass over the distinct values
-    if kinds <= {str} and not listed:
-        return codes, values
-    if kinds <= {int} and not listed:
-        return codes, list(map(str, values))
-    ids: list[str] = []
-    for value in values:
-        if type(value) is str:
-            ids.append(value)
-            continue
-        if isinstance(value, int) and not isinstance(value, bool):
-            ids.append(str(value))
-            continue
-        row = int(np.flatnonzero(codes == len(ids))[0])
-        hint = " (ids read as floats because the column has missing values? convert it to int or str)"
-        raise InputError(
-            f"{_RUN_FEATURE}: row {row}, column {name!r}: expected a {what} as str (or int), found "
-            f"{type(value).__name__} {value!r}{hint if isinstance(value, float) else ''}"
-        )
+    if kinds <= {str}:
+        ids = values
+    elif kinds <= {int}:
+        ids = list(map(str, values))
+    else:
+        ids = []
+        for value in values:
+            if type(value) is str:
+                ids.append(value)
+                continue
+            if isinstance(value, int) and not isinstance(value, bool):
+                ids.append(str(value))
+                continue
+            row = int(np.flatnonzero(codes == len(ids))[0])
+            hint = " (ids read as floats because the column has missing values? convert it to int or str)"
+            raise InputError(
+                f"{_RUN_FEATURE}: row {row}, column {name!r}: expected a {what} as str (or int), found "
+                f"{type(value).__name__} {value!r}{hint if isinstance(value, float) else ''}"
+            )
+    if not listed and len(kinds) < 2:  # distinct values of one type: distinct ids
+        return codes, ids
     # 7 and "7" in one column (or a value a dictionary lists twice) are one id: their codes are merged
     distinct = dict(zip(dict.fromkeys(ids), range(len(ids)), strict=False))
     if len(distinct) < len(ids):
@@ -104,11 +108,12 @@ def _encoded_ids(column: Any, kind: str, name: str, what: str) -> tuple[np.ndarr
 
 
 def _doc_rows(column: Any, kind: str, name: str) -> tuple[np.ndarray | None, list[str]]:
-    """The doc id column as ``(codes, distinct ids)`` when it is encoded already, else ``(None, id per row)``.
+    """The doc id column as ``(None, id per row)``, or as ``(codes, distinct ids)`` by :func:`_encoded_ids`.
 
     A run's doc ids are mostly distinct (millions in a deep run): hashing them all (:func:`_encoded_ids`)
-    costs several times more than reading them as str, so a column of str (or int) ids is read as it is,
-    and only a dictionary column or a column of other values (missing ones, floats: the errors) is encoded.
+    costs several times more than reading them as str, so a column of str or int ids (or a dictionary of
+    them) is read row by row in C, and only a column of other values (missing ones, floats: the errors,
+    or mixed types) is encoded.
     """
     if kind == "arrow":
         pa = _import_module("pyarrow")
@@ -117,6 +122,15 @@ def _doc_rows(column: Any, kind: str, name: str) -> tuple[np.ndarray | None, lis
             return None, column.to_pylist()
         if column.null_count == 0 and pa.types.is_integer(kind_of):
             return None, list(map(str, column.to_numpy().tolist()))
+        if column.null_count == 0 and pa.types.is_dictionary(kind_of):
+            # each row's id from the dictionary (which may list a value twice: the rows compare as str)
+            column = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+            values = column.dictionary.to_pylist()
+            kinds = set(map(type, values))
+            if kinds <= {str} or kinds <= {int}:
+                vocab = np.empty(len(values), dtype=object)
+                vocab[:] = values if kinds <= {str} else list(map(str, values))
+                return None, vocab[np.asarray(column.indices.to_numpy(), dtype=np.int64)].tolist()
     elif str(column.dtype) in ("object", "str", "string") or column.dtype.kind in "iu":
         values = column.tolist()
         kinds = set(map(type, values))
