@@ -850,7 +850,7 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         """
         entries = self._entries
         if not self._pending:
-            return entries  # type: ignore[return-value]  # no _Ranked in it
+            return entries  # no _Ranked in it
         return {q: v.ids if type(v) is _Ranked else v for q, v in entries.items()}
 
     @property
