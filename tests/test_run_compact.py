@@ -89,6 +89,32 @@ def test_each_form_is_kept_compact_and_reads_as_its_hits(form: str) -> None:
     assert run["q1"] is run["q1"]  # read once: its Hits are stored, as a list of Hits is
 
 
+class Table:
+    """A Retriever-protocol object (not adapted: the runner normalises what it returns itself)."""
+
+    native_async = False
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+
+    def retrieve(self, query: str, k: int) -> list[Any]:
+        return self.items
+
+    async def aretrieve(self, query: str, k: int) -> list[Any]:
+        return self.items
+
+
+@pytest.mark.parametrize("form", ["ids", "pairs", "hits", "dicts"])
+def test_a_retriever_object_is_read_as_a_function_is(form: str) -> None:
+    items = FORMS[form]
+    run = run_retriever(Table(items), {"q1": "x"}, k=10, progress=False)
+    assert type(run._dict["q1"]) is _Ranked
+    ref = _expected(items)
+    assert (run["q1"], run.duplicates) == (ref["q1"], ref.duplicates)
+    bad = run_retriever(Table([Hit("d1", math.nan)]), {"q1": "x"}, k=10, progress=False, keep_going=True)
+    assert bad.errors["q1"] == "invalid result: run['q1'][0]: expected a numeric score, found NaN"
+
+
 def test_hits_a_retriever_returns_are_kept_as_given() -> None:
     hits = [Hit("d1", 1.0, "t", {"m": 1}), Hit("d2", None)]
     run = run_retriever(lambda q, k: hits, {"q1": "x"}, k=10, progress=False)
