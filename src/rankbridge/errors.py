@@ -307,3 +307,8 @@ class TrendSplitWarning(UserWarning):
 
 class MixedDefinitionsWarning(TrendSplitWarning):
     """A trend met records saved under different :data:`METRIC_DEFINITIONS_VERSION` values (and split them)."""
+
+
+class _LineReaderNeeded(Exception):
+    """Internal signal of the bulk TREC readers (:mod:`rankbridge.io.trec`), never seen by users: the file
+    needs the line-by-line reader, which names the line that is off."""

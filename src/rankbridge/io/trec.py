@@ -28,7 +28,7 @@ from typing import Any, Literal, TextIO
 
 import numpy as np
 
-from rankbridge.errors import ParseError
+from rankbridge.errors import ParseError, _LineReaderNeeded
 from rankbridge.io._atomic import atomic_write
 from rankbridge.io._open import _OTHER_SPACE, ENCODING, clip, decode_error, label_problem, parse_label, unicode_space
 from rankbridge.types import Qrels, Run
@@ -163,10 +163,6 @@ _EOL = "\x01"
 #: 64 K characters faster (``bench_files.py``, "From TREC files" in docs/benchmarks.md).
 _BLOCK = 1 << 16
 _SEPARATORS = ("\x1c", "\x1d", "\x1e", "\x1f")  # ASCII characters Python splits on and trec_eval does not
-
-
-class _LineReaderNeeded(Exception):
-    """Raised inside the bulk readers: the file needs the line-by-line reader (which names the line)."""
 
 
 def _token_blocks(path: str | os.PathLike[str], columns: int) -> Iterator[tuple[list[str], bool]]:
