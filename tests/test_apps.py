@@ -504,7 +504,7 @@ def test_retrievals_on_a_bare_thread_are_bound_by_their_text() -> None:
     assert run.errors == {
         "q3": "invalid result: the app answered without retrieving (no retrieval was captured while it answered) "
         "(1 retrieval(s) during the run carried no question id and matched no question's text: one made on a "
-        "thread the app started by hand does not see rankbridge.callbacks.query_id)"
+        "thread the app started by hand does not see rankbridge.capture.query_id)"
     }
     assert (run.config["matched_by_text"], run.config["unbound_retrievals"]) == (1, 1)
     assert run.answers == {"q1": "3 passages", "q3": "3 passages"}

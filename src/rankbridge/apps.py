@@ -565,7 +565,7 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
     elif unbound:
         hint = (
             f" ({unbound} retrieval(s) during the run carried no question id and matched no question's text: one "
-            "made on a thread the app started by hand does not see rankbridge.callbacks.query_id)"
+            "made on a thread the app started by hand does not see rankbridge.capture.query_id)"
         )
     else:
         hint = ""
