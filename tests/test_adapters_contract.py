@@ -334,3 +334,52 @@ def test_wrong_objects_are_refused_clearly() -> None:
         LlamaIndexRetriever(object())
     with pytest.raises(InputError, match="expected a langchain_core BaseRetriever or VectorStore"):
         LangChainRetriever(object())
+
+
+def test_llamaindex_nodes_read_as_get_content_and_node_id_return() -> None:
+    # the adapter reads TextNode's text and id_ directly (no get_content() / node_id call per node); every
+    # node class must still give exactly what its own accessors return, an override of them included
+    pytest.importorskip("llama_index.core")
+    from llama_index.core import Document
+    from llama_index.core.base.base_retriever import BaseRetriever
+    from llama_index.core.node_parser import SentenceSplitter
+    from llama_index.core.schema import ImageNode, IndexNode, NodeWithScore, TextNode
+
+    from rankbridge.retriever import result_attributes
+
+    class Shouted(TextNode):
+        def get_content(self, metadata_mode: Any = None) -> str:
+            return self.text.upper()
+
+    class Renamed(TextNode):
+        @property
+        def node_id(self) -> str:
+            return "renamed-" + self.id_
+
+    docs = [Document(text=" ".join([t] * 6), doc_id=d, metadata={"source": d}) for d, t in CORPUS.items()]
+    chunks = SentenceSplitter(chunk_size=40, chunk_overlap=0).get_nodes_from_documents(docs)
+    others = [
+        [Document(text=f"doc {i}", doc_id=f"doc{i}", metadata={"i": i}) for i in range(3)],
+        [ImageNode(text=f"a caption {i}", id_=f"img{i}", metadata={"k": 1}) for i in range(3)],
+        [IndexNode(text=f"an index node {i}", id_=f"idx{i}", index_id="other") for i in range(3)],
+        [Shouted(text=f"quiet words {i}", id_=f"shout{i}") for i in range(3)],
+        [Renamed(text=f"renamed text {i}", id_=f"r{i}") for i in range(3)],
+    ]
+    for group in (chunks[:10], *others):
+        results = [NodeWithScore(node=n, score=1.0 / (i + 1)) for i, n in enumerate(group)]
+
+        class Stub(BaseRetriever):
+            def _retrieve(self, query_bundle: Any, results: list[NodeWithScore] = results) -> list[NodeWithScore]:
+                return results
+
+        adapter = LlamaIndexRetriever(Stub())
+        for _ in range(2):  # the first call learns the class, the second takes the compact path
+            hits = adapter.retrieve("q", 10)
+            assert [h.doc_id for h in hits] == [n.node_id for n in group]
+            assert [h.text for h in hits] == [n.get_content() for n in group]
+            assert [h.metadata for h in hits] == [n.metadata for n in group]
+            assert [h.score for h in hits] == [r.score for r in results]
+    assert result_attributes(chunks[0]) == ("id_", "text")
+    assert result_attributes(Shouted(text="x")) == ("id_", "get_content")
+    assert result_attributes(Renamed(text="x")) == ("node_id", "text")
+    assert result_attributes(docs[0]) == ("id_", "get_content")  # Document's get_content reads text_resource

@@ -102,6 +102,28 @@ def content_hash(text: str) -> str:
 _WRAPPER: dict[type, bool] = {}  # type -> is it a LlamaIndex-style NodeWithScore (decided once per type)
 _TEXT_KIND: dict[type, str] = {}
 _ID_KIND: dict[type, str] = {}
+#: Accessors known to return one plain attribute (LlamaIndex: ``TextNode.get_content`` -> ``"text"``,
+#: ``BaseNode.node_id`` -> ``"id_"``), told by a framework adapter (:func:`_read_plainly`): a class that
+#: inherits one is read through the attribute, one C-level lookup instead of a Python call per result; a
+#: class that overrides it is called as before.
+_PLAIN_READS: dict[Any, str] = {}
+
+
+def _read_plainly(attrs: Mapping[Any, str]) -> None:
+    """Add ``attrs`` (accessor -> the attribute it returns) to :data:`_PLAIN_READS`; classes already read
+    through one of these accessors switch to the attribute."""
+    _PLAIN_READS.update(attrs)
+    for kinds in (_TEXT_KIND, _ID_KIND):
+        for cls, kind in list(kinds.items()):
+            kinds[cls] = _plain_kind(cls, kind)
+
+
+def _plain_kind(cls: type, kind: str) -> str:
+    """The attribute that ``cls``'s accessor ``kind`` returns, when it is a known plain one; else ``kind``."""
+    try:
+        return _PLAIN_READS.get(getattr(cls, kind, None), kind)
+    except Exception:  # an unhashable class attribute, a class whose getattr raises: read as before
+        return kind
 
 
 def _unwrap(item: Any) -> tuple[Any, float | None]:
@@ -140,7 +162,8 @@ def _own_id(obj: Any) -> Any:
     cls = type(obj)
     kind = _ID_KIND.get(cls)
     if kind is None:
-        kind = _ID_KIND[cls] = "node_id" if hasattr(obj, "node_id") else "id"
+        kind = "node_id" if hasattr(obj, "node_id") else "id"
+        kind = _ID_KIND[cls] = _plain_kind(cls, kind)
     return getattr(obj, kind, None)
 
 
@@ -156,7 +179,7 @@ def _text(obj: Any) -> str | None:
         if isinstance(getattr(obj, "page_content", None), str):
             kind = "page_content"
         elif callable(getattr(obj, "get_content", None)):
-            kind = "get_content"
+            kind = _plain_kind(cls, "get_content")
         else:
             kind = "text"
         _TEXT_KIND[cls] = kind
@@ -174,9 +197,10 @@ def result_attributes(obj: Any) -> tuple[str, str] | None:
     """Which attributes :func:`normalize_hits` reads on results of ``type(obj)``: ``(own id, text)``.
 
     The own id is ``"node_id"`` or ``"id"``; the text is ``"page_content"``, ``"text"`` or
-    ``"get_content"`` (a method, called without arguments). ``None`` for plain values (strings, ints,
-    mappings, :class:`~rankbridge.Hit`), which are read without attributes. Live capture uses this to
-    copy exactly those attributes when a retrieval ends.
+    ``"get_content"`` (a method, called without arguments); an accessor a framework adapter declared
+    plain is replaced by the attribute it returns (LlamaIndex nodes: ``"id_"``, ``"text"``). ``None`` for
+    plain values (strings, ints, mappings, :class:`~rankbridge.Hit`), which are read without attributes.
+    Live capture uses this to copy exactly those attributes when a retrieval ends.
 
     Examples
     --------

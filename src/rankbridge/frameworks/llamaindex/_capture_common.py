@@ -10,10 +10,7 @@ without the instrumentation module).
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import Any
-
-from llama_index.core.schema import BaseNode, TextNode
 
 from rankbridge.capture import (
     NOT_RECORDED,
@@ -24,19 +21,11 @@ from rankbridge.capture import (
     open_record,
     small_tags,
 )
+from rankbridge.frameworks.llamaindex.adapter import plain_node_attrs
 
-
-def _plain_attrs() -> PlainAttrs:
-    # TextNode.get_content() (metadata mode NONE) returns self.text, BaseNode.node_id returns self.id_:
-    # snapshots of result nodes read the attributes directly (subclasses that override them are called)
-    try:
-        return MappingProxyType({TextNode.get_content: "text", BaseNode.__dict__["node_id"]: "id_"})
-    except Exception:  # pragma: no cover - an older schema: snapshots call the methods instead
-        return MappingProxyType({})
-
-
-#: What the handlers tell :func:`rankbridge.capture.snapshot` about LlamaIndex's node classes.
-PLAIN_ATTRS = _plain_attrs()
+#: What the handlers tell :func:`rankbridge.capture.snapshot` about LlamaIndex's node classes: snapshots of
+#: result nodes read ``text`` and ``id_`` directly (subclasses that override the accessors are called).
+PLAIN_ATTRS: PlainAttrs = plain_node_attrs()
 
 #: Bound on open spans / events / retrievals / waiting lists tracked at once.
 MAX_OPEN = 100_000

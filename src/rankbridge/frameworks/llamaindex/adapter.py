@@ -26,13 +26,14 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from rankbridge.errors import InputError, MissingExtraError
 from rankbridge.frameworks.base import AdapterBase, CopiesByK, Staged
-from rankbridge.retriever import IdSpec
+from rankbridge.retriever import IdSpec, _read_plainly
 
-__all__ = ["LlamaIndexRetriever"]
+__all__ = ["LlamaIndexRetriever", "plain_node_attrs"]
 
 
 def _import_base() -> Any:
@@ -42,6 +43,23 @@ def _import_base() -> Any:
     except ImportError as exc:
         raise MissingExtraError("llama-index-core", "llamaindex", "LlamaIndexRetriever") from exc
     return BaseRetriever
+
+
+def plain_node_attrs() -> Mapping[Any, str]:
+    """LlamaIndex's node accessors that return one plain attribute, read directly instead of called.
+
+    ``TextNode.get_content()`` in its default metadata mode (``NONE``) returns ``self.text`` (llama-index-core
+    0.14 ``schema.py``), ``BaseNode.node_id`` returns ``self.id_``. Keys are the accessors themselves, so a
+    node class that overrides one (``Document``'s ``get_content``, a custom node) is still called. Empty when
+    the schema differs (an older release): every accessor is then called.
+    """
+    try:
+        # lazy: the framework, only when an adapter or a capture handler is built
+        from llama_index.core.schema import BaseNode, TextNode
+
+        return MappingProxyType({TextNode.get_content: "text", BaseNode.__dict__["node_id"]: "id_"})
+    except Exception:  # pragma: no cover - an older schema
+        return MappingProxyType({})
 
 
 def _import_query_types() -> tuple[Any, Any, Any]:
@@ -152,6 +170,7 @@ class LlamaIndexRetriever(AdapterBase):
     ) -> None:
         base = _import_base()
         base_engine, self._query_bundle, self._node_with_score = _import_query_types()
+        _read_plainly(plain_node_attrs())  # the runner reads TextNode's text and id as attributes
         self._factory: Callable[[int], Any] | None = None
         #: ``None`` (a retriever or index), ``"staged"`` (retriever then postprocessors, done here) or
         #: ``"opaque"`` (an engine with its own ``retrieve``: called as it is).
