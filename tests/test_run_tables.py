@@ -198,3 +198,9 @@ def test_ids_that_read_the_same_are_one_id() -> None:
     table = pa.table({"query_id": query, "doc_id": ["a", "b", "a", "c"], "score": [1.0, 2.0, 3.0, 4.0]})
     assert list(run_from_table(table)) == ["q1", "q2", "q3"]  # a value no row holds is no query
     assert run_from_table(table).ranking("q1") == ["b", "a"]
+    # chunks with dictionaries of their own, read chunk by chunk
+    chunks = pa.chunked_array([pa.array(["a", "b"]).dictionary_encode(), pa.array(["b", "b"]).dictionary_encode()])
+    table = pa.table({"query_id": ["q", "q", "r", "q"], "doc_id": chunks, "score": [1.0, 2.0, 3.0, 4.0]})
+    with pytest.raises(InputError, match=r"rows 1 and 3: doc 'b' appears twice for query 'q'"):
+        run_from_table(table)
+    assert run_from_table(table, duplicates="first").to_scores() == {"q": {"a": 1.0, "b": 2.0}, "r": {"b": 3.0}}

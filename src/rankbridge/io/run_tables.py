@@ -123,14 +123,19 @@ def _doc_rows(column: Any, kind: str, name: str) -> tuple[np.ndarray | None, lis
         if column.null_count == 0 and pa.types.is_integer(kind_of):
             return None, list(map(str, column.to_numpy().tolist()))
         if column.null_count == 0 and pa.types.is_dictionary(kind_of):
-            # each row's id from the dictionary (which may list a value twice: the rows compare as str)
-            column = column.combine_chunks() if hasattr(column, "combine_chunks") else column
-            values = column.dictionary.to_pylist()
-            kinds = set(map(type, values))
-            if kinds <= {str} or kinds <= {int}:
+            # each row's id from its chunk's dictionary (which may list a value twice: the rows compare as
+            # str), chunk by chunk: combining the chunks would hash every value to unify the dictionaries
+            rows: list[str] = []
+            for chunk in getattr(column, "chunks", [column]):
+                values = chunk.dictionary.to_pylist()
+                kinds = set(map(type, values))
+                if not (kinds <= {str} or kinds <= {int}):
+                    break
                 vocab = np.empty(len(values), dtype=object)
                 vocab[:] = values if kinds <= {str} else list(map(str, values))
-                return None, vocab[np.asarray(column.indices.to_numpy(), dtype=np.int64)].tolist()
+                rows += vocab[np.asarray(chunk.indices.to_numpy(), dtype=np.int64)].tolist()
+            else:
+                return None, rows
     elif str(column.dtype) in ("object", "str", "string") or column.dtype.kind in "iu":
         values = column.tolist()
         kinds = set(map(type, values))

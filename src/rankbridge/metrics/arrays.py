@@ -8,7 +8,9 @@ matrix and no Python object per hit:
   comparison per judgment slot) when queries have few judgments, as in MS MARCO; otherwise by a small
   hash filter over the whole matrix whose candidates are then matched exactly;
 * padding (``-1``) is located only where the matrix holds any (its minimum says so);
-* the duplicate check (a doc repeated within a row) is one sort of the rows, in 32-bit ids when they fit.
+* the duplicate check (a doc repeated within a row) compares each cell with the cells to its right when
+  rows are shallow (depth <= 16: ``depth - 1`` flat comparisons of a cache-sized block), and is one sort
+  of the rows when they are deep; in 32-bit ids when they fit.
 
 The figures, against a memory copy of the same matrix, are in ``docs/benchmarks.md``
 (``benchmarks/bench_arrays.py``).
@@ -66,7 +68,8 @@ def table_from_arrays(
         ``(J,)`` integer arrays, one judgment each: query index (into ``query_ids``), doc index (the
         same ids as ``ranked_docs``), label. A (query, doc) pair may be judged once.
     check_duplicates:
-        Look for docs repeated within a row: one sort of the matrix, most of this function's time.
+        Look for docs repeated within a row (pairwise comparisons for shallow rows, one sort of the
+        matrix for deep ones): most of this function's time.
         ``False`` promises distinct ids per row, as FAISS returns them; a judged doc found twice in a
         row is still refused then, but an unjudged repeat would go unnoticed and shift the ranks below
         it and ``num_ret``.
