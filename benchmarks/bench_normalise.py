@@ -58,6 +58,19 @@ def rows(calls: int, repeats: int) -> list[tuple[str, float]]:
         content, node_id = operator.methodcaller("get_content"), operator.attrgetter("node_id")
         out.append(("  of which LlamaIndex's get_content() x 10", best(lambda: list(map(content, objs)))))
         out.append(("  of which LlamaIndex's node_id x 10", best(lambda: list(map(node_id, objs)))))
+        # last: building the adapter tells the normalisation that TextNode's get_content() and node_id return
+        # its text and id_ attributes (read directly from then on, in this process, by every path)
+        from llama_index.core.base.base_retriever import BaseRetriever
+
+        class Stub(BaseRetriever):
+            def _retrieve(self, query_bundle: Any) -> list[NodeWithScore]:
+                return nodes
+
+        for keep_text in (True, False):
+            r = adapt(Stub(), keep_text=keep_text)
+            r.normalize(nodes, 10)
+            label = "LlamaIndexRetriever (the adapter): 10 NodeWithScore" + ("" if keep_text else ", keep_text=False")
+            out.append((label, best(lambda r=r: r.normalize(nodes, 10))))
     try:
         from langchain_core.documents import Document
     except ImportError:
