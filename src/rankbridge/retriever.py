@@ -384,9 +384,13 @@ def _normalize(
     fast = specs == _DEFAULT_SPEC and doc_map is None
     if fast and seq:
         first = type(seq[0])
-        quick = _fast_dicts(seq, keep_text) if first is dict else _fast_plain(seq, keep_text)
-        if quick is None and first is not dict and first is not str:
-            quick = _fast_framework(seq, keep_text)  # framework objects, or (object, score) pairs of them
+        if first is dict:
+            quick = _fast_dicts(seq, keep_text)
+        else:
+            kinds = set(map(type, seq))  # one pass, read by both fast paths
+            quick = _fast_plain(seq, keep_text, kinds)
+            if quick is None and first is not str:
+                quick = _fast_framework(seq, keep_text, kinds)  # framework objects, or (object, score) pairs
         if quick is not None:
             return quick, notes
     hits: list[Hit] = []
@@ -454,14 +458,14 @@ _SCORE = operator.attrgetter("score")
 _METADATA = operator.attrgetter("metadata")
 
 
-def _fast_plain(seq: Sequence[Any], keep_text: bool) -> _Ranked | None:
+def _fast_plain(seq: Sequence[Any], keep_text: bool, kinds: set[type]) -> _Ranked | None:
     """Doc-id strings, ``(doc_id, number)`` pairs or Hits, ids non-empty: kept compact (None: anything else).
 
     What the general loop makes of them (a pair's int score becomes float, a NaN score no score), by
     C-level passes over the list: the runner's cost for a plain function ``f(query, k)``. Strings and
-    Hits get :meth:`Run.add`'s own checks (:meth:`~rankbridge.types._Ranked.of_items`).
+    Hits get :meth:`Run.add`'s own checks (:meth:`~rankbridge.types._Ranked.of_items`). ``kinds``: the
+    types of the items.
     """
-    kinds = set(map(type, seq))
     if kinds == {str} or (kinds == {Hit} and keep_text):  # without texts, the loop strips them
         entry = _Ranked.of_items(seq)
         return entry if entry is not None and all(entry.ids) else None
@@ -519,14 +523,14 @@ def _fast_dicts(seq: Sequence[Any], keep_text: bool) -> _Ranked | None:
     return _Ranked(ids, _no_nan(scores), texts, None if meta_types == {_NONE} else metadata)
 
 
-def _fast_framework(seq: Sequence[Any], keep_text: bool) -> _Ranked | None:
+def _fast_framework(seq: Sequence[Any], keep_text: bool, kinds: set[type]) -> _Ranked | None:
     """Framework results of one type seen before, with plain ids: read by C-level passes (None: anything odd).
 
     ``NodeWithScore`` (node and score), LangChain ``Document`` (no score) or ``(Document, score)`` pairs;
-    the kinds of id and text attribute come from the general loop's first reading of the type.
+    the kinds of id and text attribute come from the general loop's first reading of the type. ``kinds``:
+    the types of the items.
     """
     try:
-        kinds = set(map(type, seq))
         if len(kinds) != 1:
             return None
         (cls,) = kinds
@@ -542,7 +546,7 @@ def _fast_framework(seq: Sequence[Any], keep_text: bool) -> _Ranked | None:
             objs, scores = seq, None
         else:
             return None
-        obj_kinds = set(map(type, objs))
+        obj_kinds = kinds if objs is seq else set(map(type, objs))
         if len(obj_kinds) != 1:
             return None
         (ocls,) = obj_kinds
