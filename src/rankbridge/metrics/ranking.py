@@ -315,12 +315,7 @@ def build_table(
     >>> t.hit_rank.tolist(), t.hit_label.tolist(), t.n_ret.tolist()
     ([2, 3], [2, 1], [3])
     """
-    if isinstance(run, Run) and run.columns is not None:
-        return _columns_table(qrels, run.columns, query_ids, single_precision)
-    table = _fast_table(qrels, run, query_ids, single_precision)
-    if table is None:
-        table = _generic_table(qrels, run, query_ids, single_precision=single_precision)
-    return table
+    return _convert(qrels, run, query_ids, single_precision, checked=False)
 
 
 def convert_checked(
@@ -334,9 +329,21 @@ def convert_checked(
 
     ``order``: ``query_ids[i] == list(qrels)[order[i]]``, when the query ids are all the qrels' queries.
     """
+    return _convert(qrels, run, query_ids, single_precision, checked=True, order=order)
+
+
+def _convert(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Any],
+    query_ids: Sequence[str],
+    single_precision: bool,
+    checked: bool,
+    order: np.ndarray | None = None,
+) -> HitTable:
+    """A columnar run from its columns; else the C-level path, and the generic one for what that declines."""
     if isinstance(run, Run) and run.columns is not None:
         return _columns_table(qrels, run.columns, query_ids, single_precision)
-    table = _fast_table(qrels, run, query_ids, single_precision, checked=True, order=order)
+    table = _fast_table(qrels, run, query_ids, single_precision, checked=checked, order=order)
     if table is None:
         table = _generic_table(qrels, run, query_ids, single_precision=single_precision)
     return table
