@@ -3,7 +3,7 @@
 :func:`run_from_table` reads a pandas DataFrame, a pyarrow Table (or RecordBatch) or a polars DataFrame
 with ``query_id``, ``doc_id`` and ``score`` (or ``rank``) columns; :func:`read_run_parquet` reads such a
 table from a Parquet file. The columns are converted whole into a columnar :class:`~rankbridge.Run`
-(:meth:`~rankbridge.Run.from_columns`): no Python object per row. Golden sets from tables (one row per
+(:meth:`~rankbridge.Run.from_columns`), with no Python loop per row. Golden sets from tables (one row per
 question) are :mod:`rankbridge.io.tables`.
 """
 
@@ -196,9 +196,10 @@ def run_from_table(
 ) -> Run:
     """A run from a table with one row per hit: a pandas DataFrame, a pyarrow Table, a polars DataFrame.
 
-    The columns are converted whole (ids by ``pandas.factorize`` / pyarrow ``dictionary_encode``, each
-    distinct id checked once; scores and ranks as numpy arrays), into a columnar
-    :class:`~rankbridge.Run` (:meth:`~rankbridge.Run.from_columns`): no Python object per row.
+    The columns are converted whole into a columnar :class:`~rankbridge.Run`
+    (:meth:`~rankbridge.Run.from_columns`), with no Python loop per row: query ids by ``pandas.factorize``
+    / pyarrow ``dictionary_encode`` (each distinct id checked once), doc ids read as str in C (the run
+    holds one per row), scores and ranks as numpy arrays; rows are grouped and checked by numpy.
     :func:`rankbridge.evaluate` calls this for a table passed as the run.
 
     Parameters
