@@ -41,11 +41,6 @@ def _table_kind(table: Any) -> str | None:
     return None
 
 
-def is_run_table(run: Any) -> bool:
-    """True for the tables :func:`run_from_table` reads (a pandas DataFrame, a pyarrow Table, a polars frame)."""
-    return _table_kind(run) is not None
-
-
 def _encoded_ids(column: Any, kind: str, name: str, what: str) -> tuple[np.ndarray, list[str]]:
     """(codes per row, distinct ids as str) of an id column: factorized in C, ids checked once each."""
     listed = False  # True: the values come from a dictionary the table holds, which may list one twice
