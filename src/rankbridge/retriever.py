@@ -111,7 +111,10 @@ _PLAIN_READS: dict[Any, str] = {}
 
 def _read_plainly(attrs: Mapping[Any, str]) -> None:
     """Add ``attrs`` (accessor -> the attribute it returns) to :data:`_PLAIN_READS`; classes already read
-    through one of these accessors switch to the attribute."""
+    through one of these accessors switch to the attribute. Every adapter built tells the same accessors:
+    only the first time changes anything."""
+    if all(_PLAIN_READS.get(accessor) == attr for accessor, attr in attrs.items()):
+        return
     _PLAIN_READS.update(attrs)
     for kinds in (_TEXT_KIND, _ID_KIND):
         for cls, kind in list(kinds.items()):
