@@ -601,18 +601,17 @@ def _break_ties(rank: tuple[np.ndarray, list[tuple[int, list[str], np.ndarray]]]
 def _ranked_hits(results: list[Any], judged: list[dict[str, int]], n_judged: np.ndarray, checked: bool) -> _Hits | None:
     """Ranks of the judged docs in lists of str ids or of Hits, in rank order (None: mixed items).
 
-    ``operator.countOf`` / ``indexOf`` scan a list in C for one judged doc: cheaper than hashing every
-    hit when a query has few judgments (the common case).
+    A doc's rank is its first position + 1 (a repeated doc counts once, at its first rank). Each query is
+    ranked the cheaper of two ways (see :func:`_by_lookup`): scanning its list once per judged doc, or
+    looking each hit up in its judgments.
     """
     empty = np.zeros(0, dtype=_INT)
     lengths = np.fromiter(map(len, results), dtype=_INT, count=len(results))
     active = np.flatnonzero((n_judged > 0) & (lengths > 0))
     if not len(active):
         return empty, empty, empty
-    rows = active.tolist()
-    lists = list(map(results.__getitem__, rows)) if len(active) < len(results) else results
-    jud = list(map(judged.__getitem__, rows)) if len(active) < len(results) else judged
-    n_judged = n_judged[active]
+    lists, jud = _take(results, active), _take(judged, active)
+    n_judged, lengths = n_judged[active], lengths[active]
     of_hits = np.fromiter(map(isinstance, map(_FIRST, lists), repeat(Hit)), dtype=bool, count=len(lists))
     if of_hits.any():  # lists of Hits (a Run's): their doc ids
         hit_rows = np.flatnonzero(of_hits).tolist()
@@ -630,6 +629,44 @@ def _ranked_hits(results: list[Any], judged: list[dict[str, int]], n_judged: np.
         str_lists = map(lists.__getitem__, np.flatnonzero(~of_hits).tolist())
         if set(map(type, chain.from_iterable(str_lists))) != {str}:
             return None
+    lookup = _by_lookup(n_judged, lengths)
+    if not lookup.any():
+        return _scanned_hits(lists, jud, n_judged, active)
+    if lookup.all():
+        return _looked_up_hits(lists, jud, n_judged, lengths, active)
+    scan = np.flatnonzero(~lookup)
+    look = np.flatnonzero(lookup)
+    scanned = _scanned_hits(_take(lists, scan), _take(jud, scan), n_judged[scan], active[scan])
+    looked_up = _looked_up_hits(_take(lists, look), _take(jud, look), n_judged[look], lengths[look], active[look])
+    query, rank, label = (np.concatenate(pair) for pair in zip(scanned, looked_up, strict=True))
+    return query, rank, label
+
+
+#: Which way is cheaper, in units of one string comparison of a scan (C, mostly a length and a few
+#: bytes): a scan costs one per hit and judged doc plus _SCAN_CALL per judged doc; a lookup about
+#: _LOOKUP_HIT per hit (it hashes each hit's str, a lookup and a pop). Fitted on 10..1,000 hits x 1..40
+#: judgments per query (bench_growth.py's crossover table): from about 5 judgments on a lookup is
+#: cheaper, at any depth; MS MARCO's 1-2 judgments are scanned.
+_SCAN_CALL = 6
+_LOOKUP_HIT = 5
+
+
+def _by_lookup(n_judged: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Which queries are cheaper ranked by one lookup per hit than by a scan per judged doc."""
+    return n_judged * (lengths + _SCAN_CALL) > lengths * _LOOKUP_HIT  # type: ignore[no-any-return]
+
+
+def _take(values: list[Any], rows: np.ndarray) -> list[Any]:
+    """``values[rows]`` for a list (the list itself when ``rows`` are all of it)."""
+    return values if len(rows) == len(values) else list(map(values.__getitem__, rows.tolist()))
+
+
+def _scanned_hits(lists: list[list[str]], jud: list[dict[str, int]], n_judged: np.ndarray, owners: np.ndarray) -> _Hits:
+    """:func:`_ranked_hits` by ``operator.countOf`` / ``indexOf``: the list scanned in C for each judged doc.
+
+    Cheaper than hashing every hit when a query has few judgments (MS MARCO: one or two); ``indexOf``
+    finds a doc's first position. Hits in the order of ``owners``, then of the judgments.
+    """
     docs = list(chain.from_iterable(jud))
     label = np.fromiter(chain.from_iterable(map(dict.values, jud)), dtype=_INT, count=len(docs))
     per_judged = _per_judged(lists, n_judged)
@@ -640,7 +677,33 @@ def _ranked_hits(results: list[Any], judged: list[dict[str, int]], n_judged: np.
     rank = np.fromiter(
         map(operator.indexOf, compress(per_judged, mask), compress(docs, mask)), dtype=_INT, count=len(owner)
     )
-    return active[owner], rank + 1, label[found]
+    return owners[owner], rank + 1, label[found]
+
+
+_ABSENT = object()
+_POP = operator.attrgetter("pop")
+
+
+def _looked_up_hits(
+    lists: list[list[str]], jud: list[dict[str, int]], n_judged: np.ndarray, lengths: np.ndarray, owners: np.ndarray
+) -> _Hits:
+    """:func:`_ranked_hits` by one lookup of each hit in its query's judgments (C-level ``map``).
+
+    Each hit is popped from a copy of its query's judgments, so a doc repeated in a list is found at its
+    first position only, as the scan's ``indexOf`` finds it. Hits in the order of ``owners``, then of
+    rank.
+    """
+    left = list(map(dict.copy, jud))
+    try:
+        got = list(chain.from_iterable(map(map, map(_POP, left), lists, repeat(repeat(_ABSENT)))))
+    except TypeError:  # an id that cannot be hashed (a Hit's, unchecked): the scan compares it, matching nothing
+        return _scanned_hits(lists, jud, n_judged, owners)
+    found = np.fromiter(map(operator.is_not, got, repeat(_ABSENT)), dtype=bool, count=len(got))
+    row = np.flatnonzero(found)
+    label = np.fromiter(compress(got, found.tolist()), dtype=_INT, count=len(row))
+    ends = np.cumsum(lengths)
+    owner = np.searchsorted(ends, row, "right")
+    return owners[owner], row - (ends - lengths)[owner] + 1, label
 
 
 def _columns_table(
