@@ -1367,7 +1367,11 @@ class Capture:
         return self.recorder.records
 
     def _assign(self) -> list[tuple[CaptureRecord, str, str]]:
-        return [(r, *self.matcher.match(r.query, r.query_id)) for r in self.recorder.records]
+        # in start order, as run_app takes them: records are appended as retrievals finish, and retrievals of one
+        # question that run at the same time (a RunnableParallel over two retrievers, parallel tool calls) finish
+        # in any order, which made repeats="first" / "last" a pick by thread timing
+        records = sorted(self.recorder.records, key=operator.attrgetter("started"))
+        return [(r, *self.matcher.match(r.query, r.query_id)) for r in records]
 
     def _chosen(self, repeats: str) -> tuple[dict[str, CaptureRecord], set[str]]:
         chosen: dict[str, CaptureRecord] = {}
@@ -1396,7 +1400,7 @@ class Capture:
         repeats:
             Which capture of a query asked more than once (the same text, or one query id over several
             retrievals, as when an agent searches again) makes its entry: ``"first"`` (default) or
-            ``"last"``. Every retrieval stays in :attr:`records`; ``summary()["repeats"]`` counts them.
+            ``"last"`` to start. Every retrieval stays in :attr:`records`; ``summary()["repeats"]`` counts them.
         check_ids:
             Check the results' doc ids against the golden set's corpus and qrels ids (default: the
             ``capture(check_ids=...)`` setting, ``True``). ``False`` returns the run under ``id_from`` as it
