@@ -487,6 +487,11 @@ def evaluate(
             f"the capture saw {len(q) - len(missing_q)} of the {len(q)} golden questions: the means are over "
             "those alone"
         )
+    if failed and missing == "skip":  # the means are over the retrievals that worked (no count: blocks merge)
+        notes.append(
+            "queries whose retrieval failed (run.errors) are left out of the means, which are over the "
+            "retrievals that worked; missing='zero' scores them 0"
+        )
     return Evaluation(
         measures=measures,
         query_ids=query_ids,
