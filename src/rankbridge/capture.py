@@ -1144,7 +1144,10 @@ def own_recorder(
     True
     """
     if recorder is None:
-        return Recorder(id_from=id_from, doc_map=doc_map, keep_text=keep_text)
+        # a hand-made handler meets its golden set only in to_run(golden): without an id_from of its own, copy
+        # each result's ref_doc_id so that the id check there can offer it for SentenceSplitter chunks' UUIDs
+        keep_ref = id_from is None and doc_map is None
+        return Recorder(id_from=id_from, doc_map=doc_map, keep_text=keep_text, keep_ref=keep_ref)
     if id_from is not None or doc_map is not None or keep_text is not True:
         raise InputError(
             "id_from, doc_map and keep_text configure the handler's own Recorder: give them to the Recorder you "
