@@ -35,7 +35,7 @@ def add_cli(subparsers: Any) -> None:
         subparsers,
         "demo",
         _cmd_demo,
-        help="run the offline demo: four strategies, both frameworks, statistics, RAGAS ids, HTML report",
+        help="run the offline demo: five strategies, both frameworks, statistics, RAGAS ids, HTML report",
         epilog="examples:\n  rankbridge demo\n  rankbridge demo --beir path/to/scifact --out scifact-demo",
     )
     de.add_argument(

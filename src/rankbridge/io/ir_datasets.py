@@ -127,6 +127,12 @@ def golden_from_ir_datasets(
         if not isinstance(text, str) or not text.strip():
             field = query_field or "default_text()"
             raise InputError(f"{where} (query {qid!r}): expected the question text in {field}, found {text!r}")
+        if qid in texts:  # a second text would silently replace the first
+            if texts[qid].text == text:
+                continue
+            raise InputError(
+                f"{where}: query id {qid!r} appears twice with different texts ({texts[qid].text!r}, then {text!r})"
+            )
         meta = {f: getattr(q, f) for f in _fields(q) if f not in ("query_id", query_field or "text")}
         texts[qid] = Query(
             qid, text, reference_context_ids=tuple(d for d, v in data[qid].items() if v > 0), metadata=meta

@@ -49,11 +49,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankbridge.errors import ContextMatchError, InputError, MissingExtraError, ParseError, UnmatchedContextsWarning
+from rankbridge.errors import (
+    ContextMatchError,
+    GoldenSetWarning,
+    InputError,
+    MissingExtraError,
+    ParseError,
+    UnmatchedContextsWarning,
+)
 from rankbridge.io._open import names, plain_suffix
 from rankbridge.io.tables import (
     _csv_rows,
     _jsonl_rows,
+    _listed,
     _literal,
     _Loc,
     _plain,
@@ -394,6 +402,17 @@ def golden_from_ragas(
         if unmatched == "error":
             raise ContextMatchError(message, match)
         warnings.warn(UnmatchedContextsWarning(message, match), stacklevel=2)
+    else:  # every context matched; a row that had none is still not judged, which is said as the table readers say it
+        golden = match.golden
+        unjudged = [q.id for q in golden.queries if q.id not in golden.qrels]
+        if unjudged:
+            warnings.warn(
+                GoldenSetWarning(
+                    f"{len(unjudged)} of {len(golden.queries)} questions have no reference contexts and are not "
+                    f"judged (kept in golden.queries): {_listed(list(map(repr, unjudged)))}"
+                ),
+                stacklevel=2,
+            )
     return match.golden
 
 

@@ -149,8 +149,13 @@ def _import_module(name: str) -> Any:
         raise MissingExtraError(package, "pandas", f"Reading a run from a {package} table") from None
 
 
-def _numbers_column(column: Any, name: str, what: str, *, integral: bool) -> np.ndarray:
-    """A score or rank column as a float64 / int64 array; the first bad row named."""
+def _numbers_column(column: Any, name: str, what: str, *, integral: bool, missing_ok: bool = False) -> np.ndarray:
+    """A score or rank column as a float64 / int64 array; the first bad row named.
+
+    NaN (a missing value) is refused unless ``missing_ok`` (the scores beside a rank column: a hit may
+    have none); infinities always are, as the TREC and JSON Lines readers refuse them (an infinite rank
+    cast to int64 would become the most negative integer and rank first).
+    """
     values = column.to_numpy()  # pandas and Arrow alike (Arrow nulls become NaN, refused below)
     try:
         out = np.asarray(values, dtype=np.float64)
@@ -163,11 +168,16 @@ def _numbers_column(column: Any, name: str, what: str, *, integral: bool) -> np.
         raise
     if out.ndim != 1:
         raise InputError(f"{_RUN_FEATURE}: column {name!r}: expected one {what} per row, found shape {out.shape}")
-    bad = np.flatnonzero(np.isnan(out))
-    if len(bad):
-        raise InputError(
-            f"{_RUN_FEATURE}: row {int(bad[0])}, column {name!r}: expected a {what}, found NaN (a missing value?)"
-        )
+    if not missing_ok:
+        bad = np.flatnonzero(np.isnan(out))
+        if len(bad):
+            raise InputError(
+                f"{_RUN_FEATURE}: row {int(bad[0])}, column {name!r}: expected a {what}, found NaN (a missing value?)"
+            )
+    infinite = np.flatnonzero(np.isinf(out))
+    if len(infinite):
+        i = int(infinite[0])
+        raise InputError(f"{_RUN_FEATURE}: row {i}, column {name!r}: expected a finite {what}, found {float(out[i])!r}")
     if integral:
         whole = out == np.round(out)
         if not whole.all():
@@ -219,7 +229,7 @@ def run_from_table(
     ------
     InputError
         A missing column (the message lists the table's columns), a missing id, score or rank, a score
-        that is not a number or NaN, a rank that is not an integer or given twice in a query, or a
+        that is not a number, NaN or infinite, a rank that is not a finite integer or given twice in a query, or a
         duplicate pair: each names the row (0-based position) and column.
     MissingExtraError
         The table's library is not importable (it is needed to read the columns).
@@ -271,8 +281,7 @@ def run_from_table(
     if rank_column is not None:
         ranks = _numbers_column(get(rank_column), rank_column, "rank", integral=True)
         if score_column is not None and score_column in names:
-            raw = get(score_column)
-            scores = np.asarray(raw.to_numpy() if hasattr(raw, "to_numpy") else raw, dtype=np.float64)
+            scores = _numbers_column(get(score_column), score_column, "numeric score", integral=False, missing_ok=True)
     cols, dropped = _columns(q_codes, q_ids, d_codes, d_ids, scores, ranks)
     if dropped and duplicates == "error":
         # the message names the first pair in (query, doc) order, both coded in the order they first appear

@@ -21,7 +21,8 @@ Rules (the same for every table form):
   another. Two candidate columns for one role (``question`` and ``query``) is an error naming both.
 * **Relevant ids** are a list (JSON array, Python list, numpy/Arrow array). In a text cell (CSV) they are a
   JSON array (``["d1", "d2"]``, also the Python repr pandas writes) or ids separated by ``;``
-  (``d1;d2``). Each listed id gets label 1.
+  (``d1;d2``). Each listed id gets label 1. A text cell with ``,`` and no ``;`` is read as one id, with a
+  :class:`GoldenSetWarning` naming its rows (``d1,d2`` was most likely meant as two).
 * **Graded labels** are a ``{doc_id: label}`` mapping (a JSON object in a text cell); they are merged over
   the relevant ids. Labels are integers (numpy integers and integral floats are accepted).
 * **Query ids**, when there is no id column, are generated from the question text:
@@ -34,7 +35,7 @@ Rules (the same for every table form):
   ``score`` columns as BEIR and MTEB put them on the HF hub). Then the queries table needs only ids and
   questions, and, as BEIR does, only the judged queries are kept.
 * Every other column goes to ``Query.metadata``. Missing cells (``None``, NaN, ``pd.NA``, empty text) are
-  skipped.
+  skipped. A column name given twice in a header is an error.
 
 Errors are :class:`~rankbridge.errors.ParseError` naming the file and line (JSONL, CSV) or the row
 (0-based position, as ``df.iloc``), the column, what was expected and what was found.
@@ -344,6 +345,7 @@ def table_rows(table: Any, *, source: str | None = None) -> tuple[list[str], Row
     if mod == "pandas" and hasattr(table, "to_dict"):
         src = source or "<DataFrame>"
         columns = [str(c) for c in table.columns]
+        _unique_columns(columns, src)  # to_dict("records") would keep only the last of two
         records = table.to_dict("records")
         return columns, [(_Loc(src, row=i), {str(k): v for k, v in r.items()}) for i, r in enumerate(records)], src
     if mod == "datasets" and hasattr(table, "column_names") and not isinstance(table.column_names, Mapping):
@@ -351,6 +353,7 @@ def table_rows(table: Any, *, source: str | None = None) -> tuple[list[str], Row
         return list(table.column_names), [(_Loc(src, row=i), r) for i, r in enumerate(table)], src
     if mod == "pyarrow" and hasattr(table, "to_pylist"):
         src = source or "<Table>"
+        _unique_columns(list(table.column_names), src)  # to_pylist would keep only the last of two
         return list(table.column_names), [(_Loc(src, row=i), r) for i, r in enumerate(table.to_pylist())], src
     if isinstance(table, (list, tuple)):
         src = source or "<rows>"
@@ -370,6 +373,29 @@ def table_rows(table: Any, *, source: str | None = None) -> tuple[list[str], Row
     )
 
 
+def _unique_columns(columns: Sequence[str], source: str, *, line: int | None = None) -> None:
+    """Refuse a table whose header names one column twice (a row read as a mapping keeps only one of them).
+
+    Unnamed columns (``a,b,c,,`` as spreadsheets export them) are left alone: they name no role.
+
+    Examples
+    --------
+    >>> _unique_columns(["id", "question", "labels", "labels"], "golden.csv", line=1)
+    Traceback (most recent call last):
+    ...
+    rankbridge.errors.ParseError: golden.csv:1: expected each column name once, found 'labels' twice (columns 3 and 4)
+    """
+    first: dict[str, int] = {}
+    for i, column in enumerate(columns, 1):
+        if column in first and column:
+            raise ParseError(
+                f"expected each column name once, found {clip(column)} twice (columns {first[column]} and {i})",
+                source=source,
+                line=line,
+            )
+        first[column] = i
+
+
 def _jsonl_rows(path: str | os.PathLike[str]) -> tuple[list[str], Rows, str]:
     src = str(path)
     rows: Rows = []
@@ -386,7 +412,9 @@ def _csv_rows(path: str | os.PathLike[str], delimiter: str | None) -> tuple[list
         delimiter = "\t" if plain_suffix(path) == ".tsv" else ","
     rows: Rows = []
     with open_text(path) as fh:
-        reader = csv.reader(fh, delimiter=delimiter)
+        # skipinitialspace: in `id, question, relevant_ids` (a space after each comma) a quoted cell such as
+        # `, "[""d1""]"` is read as a quoted cell, not as the text with its quotes (one id that matches nothing)
+        reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=True)
         start = 1
         try:
             try:
@@ -394,6 +422,7 @@ def _csv_rows(path: str | os.PathLike[str], delimiter: str | None) -> tuple[list
             except StopIteration:
                 raise ParseError("expected a header line, found an empty file", source=src) from None
             header = [h.strip().lstrip("\ufeff") for h in header]
+            _unique_columns(header, src, line=reader.line_num)
             start = reader.line_num + 1
             for cells in reader:
                 if not any(c.strip() for c in cells):
@@ -672,16 +701,20 @@ def _build(
     queries: list[Query] = []
     judged: dict[str, dict[str, int]] = {}
     unjudged: list[str] = []
+    comma_cells: list[str] = []  # "d1,d2": one id as the ;-separated rule reads it, most likely meant as two
     for loc, row, qid, text in question_rows(rows, qcol, cols.get("id")):
         labels: dict[str, int] = {}
         for role, parse in (("relevant", parse_id_list), ("labels", parse_labels)):
             col = cols.get(role)
             if col is None:
                 continue
+            cell = row.get(col)
             try:
-                parsed = parse(row.get(col))
+                parsed = parse(cell)
             except InputError as exc:
                 raise loc.error(str(exc), col) from None
+            if role == "relevant" and _comma_separated(cell):
+                comma_cells.append(f"{loc} {clip(cell, 40)}")
             if isinstance(parsed, dict):
                 labels.update(parsed)
             else:
@@ -724,15 +757,33 @@ def _build(
     else:
         out_qrels = Qrels._trusted(judged, name=name)
         if unjudged:
-            shown = ", ".join(unjudged[:5]) + (f" and {len(unjudged) - 5} more" if len(unjudged) > 5 else "")
             warnings.warn(
                 GoldenSetWarning(
                     f"{source}: {len(unjudged)} of {len(queries)} questions have no relevant ids and are not "
-                    f"judged (kept in golden.queries): {shown}"
+                    f"judged (kept in golden.queries): {_listed(unjudged)}"
                 ),
                 stacklevel=5,  # the frame it named before the readers' keyword check (io._keywords) wrapped them
             )
+    if comma_cells:
+        warnings.warn(
+            GoldenSetWarning(
+                f"{source}: column {clip(cols.get('relevant'))}: {len(comma_cells)} cells hold ',' and no ';', each "
+                f"read as one id (ids in a text cell are separated by ';', d1;d2, or written as a JSON array): "
+                f"{_listed(comma_cells)}"
+            ),
+            stacklevel=5,
+        )
     return GoldenSet(queries, out_qrels, corpus=coerce_corpus(corpus, source=f"{name}/corpus"), name=name)
+
+
+def _comma_separated(cell: Any) -> bool:
+    """A text cell of ids separated by ``,`` (which :func:`parse_id_list` reads as one id), not a JSON array."""
+    return isinstance(cell, str) and "," in cell and ";" not in cell and not cell.lstrip().startswith("[")
+
+
+def _listed(items: Sequence[str], limit: int = 5) -> str:
+    """The first ``limit`` items of a warning's list, and how many more."""
+    return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def _blank(value: Any) -> bool:
@@ -925,6 +976,17 @@ def golden_from_hf(
             )
         if options.get("qrels") is None:
             options["qrels"] = data.get("qrels", data.get(split))
+            others = [k for k in keys if k not in ("queries", "corpus")]
+            judged_in_rows = (
+                options.get("relevant_column")
+                or options.get("labels_column")
+                or any(c in data["queries"].column_names for c in CANDIDATES["relevant"] + CANDIDATES["labels"])
+            )
+            if options["qrels"] is None and others and not judged_in_rows:  # say which split, not "no qrels column"
+                raise InputError(
+                    f"expected a DatasetDict with 'qrels' or the split {split!r} (split=); found "
+                    f"{', '.join(map(repr, keys))}: pass split={others[0]!r}"
+                )
         if options.get("corpus") is None:
             options["corpus"] = data.get("corpus")
         data = data["queries"]
