@@ -130,6 +130,23 @@ def test_run_dicts_and_trec_files_with_bom_crlf_tabs(data: Any, reference: Any, 
     assert_trec_equal(qrels, read_run(run_file), reference)
 
 
+def test_run_table_polars(data: Any, reference: Any) -> None:
+    pl = pytest.importorskip("polars")
+    qrels, run = data
+    rows = [(int(q), d, s) for q, docs in run.items() for d, s in docs.items()]
+    table = pl.DataFrame(rows, schema=["query_id", "doc_id", "score"], orient="row")
+    assert_trec_equal(qrels, table, reference)
+    categorical = table.with_columns(pl.col("doc_id").cast(pl.Categorical))
+    assert_trec_equal(qrels, run_from_table(categorical), reference)
+    with pytest.raises(InputError, match=r"row 1, column 'score': expected a numeric score, found NaN"):
+        run_from_table(pl.DataFrame({"query_id": ["1", "1"], "doc_id": ["a", "b"], "score": [1.0, None]}))
+    # a golden set is read from pandas, and the refusal says so (it said "expected ... a DataFrame ... found DataFrame")
+    with pytest.raises(
+        InputError, match=r"a DataFrame \(pandas: a polars or pyarrow table's \.to_pandas\(\)\).*found polars\."
+    ):
+        read_golden(pl.DataFrame({"question": ["a"], "relevant_ids": [["d1"]]}))
+
+
 def test_run_jsonl_written_and_read_back(data: Any, reference: Any, tmp_path: Path) -> None:
     qrels, run = data
     write_run(rb.Run.from_scores(run, name="bm25"), tmp_path / "run.jsonl")
@@ -216,6 +233,15 @@ def test_golden_csv_quoted_list_after_a_space_is_a_list_not_one_id(tmp_path: Pat
     path = tmp_path / "golden.csv"
     path.write_text('id, question, relevant_ids\nq1, hi, d1;d2\nq2, ho, "[""d3"", ""d 4""]"\n', encoding="utf-8")
     assert read_golden_csv(path).qrels.to_dict() == {"q1": {"d1": 1, "d2": 1}, "q2": {"d3": 1, "d 4": 1}}
+
+
+def test_golden_csv_ids_with_spaces_around_match_the_run(tmp_path: Path) -> None:
+    # before: the id cell `q1 ` kept its space, and a run's 'q1' scored 0 as a query the golden set lacked
+    path = _write(tmp_path / "golden.csv", "id , question , relevant_ids , category\nq1 , hi , d1 ; d 2 , cat \n")
+    golden = read_golden_csv(path)
+    assert golden.qrels.to_dict() == {"q1": {"d1": 1, "d 2": 1}}
+    assert [(q.id, q.text, q.category) for q in golden.queries] == [("q1", "hi", "cat")]
+    assert rb.evaluate(golden, {"q1": {"d 2": 1.0}}, ["mrr"]).mean == {"mrr": 1.0}
 
 
 def test_golden_csv_written_by_pandas_with_list_and_dict_columns(data: Any, reference: Any, tmp_path: Path) -> None:

@@ -178,7 +178,8 @@ def read_golden(source: Any, **options: Any) -> GoldenSet:
         if _is_ragas(columns):
             return _ragas(list(source), "the rows", dict(options))
         return _call(tables.golden_from_rows, "rows", source, options)
+    kind = type(source).__name__ if module == "builtins" else f"{module}.{type(source).__name__}"
     raise InputError(
-        "read_golden: expected a path, a DataFrame, an HF Dataset, a ragas testset, an ir_datasets dataset, a "
-        f"LlamaIndex QA dataset or a list of dicts; found {type(source).__name__}"
+        "read_golden: expected a path, a DataFrame (pandas: a polars or pyarrow table's .to_pandas()), an HF "
+        f"Dataset, a ragas testset, an ir_datasets dataset, a LlamaIndex QA dataset or a list of dicts; found {kind}"
     )

@@ -431,7 +431,8 @@ def _csv_rows(path: str | os.PathLike[str], delimiter: str | None) -> tuple[list
                 loc = _Loc(src, line=start)
                 if len(cells) != len(header):
                     raise loc.error(f"expected {len(header)} fields (as in the header), found {len(cells)}")
-                rows.append((loc, dict(zip(header, cells, strict=True))))
+                # `q1 ,` is the id 'q1', as the header's names are stripped: an id kept as 'q1 ' matches no run
+                rows.append((loc, dict(zip(header, map(str.strip, cells), strict=True))))
                 start = reader.line_num + 1
         except UnicodeDecodeError as exc:
             raise decode_error(path, exc) from None
