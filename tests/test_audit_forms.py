@@ -654,6 +654,66 @@ def test_an_infinite_rank_no_longer_ranks_first() -> None:
     assert kept.ranking("q1") == ["a", "c", "b"] and kept.hits("q1")[2].score is None
 
 
+def test_a_ranked_runs_to_pandas_reads_back_by_its_rank_column() -> None:
+    pytest.importorskip("pandas")
+    frame = rb.Run.from_ranked({"q1": ["b", "a", "c"]}).to_pandas()  # ranks, and scores left empty
+    with pytest.raises(
+        InputError, match=r"found NaN .*the table has a 'rank' column: run_from_table\(table, rank_column"
+    ):
+        rb.evaluate({"q1": {"a": 1}}, frame, ["mrr"])
+    assert run_from_table(frame, rank_column="rank").ranking("q1") == ["b", "a", "c"]
+
+
+# -- traces --------------------------------------------------------------------------------------------------------
+def _otlp_value(value: Any) -> dict[str, Any]:
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    return {"stringValue": value}
+
+
+def test_otlp_json_written_by_hand_with_int_ids_and_text_scores(tmp_path: Path) -> None:
+    from rankbridge.io.traces import read_openinference
+
+    golden = rb.GoldenSet(
+        [rb.Query("q1", "What causes scurvy?"), rb.Query("q2", "bread yeast"), rb.Query("q3", "never asked")],
+        rb.Qrels({"q1": {"1": 1, "2": 2}, "q2": {"3": 1}, "q3": {"1": 1}}),
+        corpus={d: {"text": d} for d in "1234"},
+    )
+    retrievals = [("What causes scurvy?", [(4, 0.95), (2, "0.5"), (1, 0.25)]), ("Bread, yeast!", [(3, 0.4), (1, 0.1)])]
+    spans = []
+    for i, (query, docs) in enumerate(retrievals):
+        attrs = [("openinference.span.kind", "RETRIEVER"), ("input.value", query)]
+        for rank, (doc, score) in enumerate(docs):
+            attrs += [
+                (f"retrieval.documents.{rank}.document.id", doc),
+                (f"retrieval.documents.{rank}.document.score", score),
+            ]
+        spans.append(
+            {
+                "traceId": f"{i:032x}",
+                "spanId": f"{i:016x}",
+                "name": "retrieve",
+                "startTimeUnixNano": str((i + 1) * 10**9),
+                "endTimeUnixNano": str((i + 1) * 10**9 + 5_000_000),
+                "attributes": [{"key": k, "value": _otlp_value(v)} for k, v in attrs],
+                "status": {},
+            }
+        )
+    export = {
+        "resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "x"}, "spans": spans}]}]
+    }
+    (tmp_path / "traces.json").write_text(json.dumps(export) + "\n" + json.dumps(export) + "\n")  # exported twice
+    run = read_openinference(tmp_path / "traces.json", golden=golden)
+    assert {q: run.ranking(q) for q in run} == {"q1": ["4", "2", "1"], "q2": ["3", "1"]}
+    assert run.config["summary"]["matched_by_text"] >= 2 and run.config["summary"]["missing"] == ["q3"]
+    scores = {q: {h.doc_id: h.score for h in run.hits(q)} for q in run}
+    reference = trec_means(golden.qrels.to_dict(), scores)  # pytrec_eval on the scores the spans carry
+    ev = rb.evaluate(golden, run, list(MEASURES.values()))
+    assert ev.mean == pytest.approx(reference, abs=1e-12)
+
+
 # -- the documentation -------------------------------------------------------------------------------------------
 def _parsers() -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
     from rankbridge.cli import build_parser
@@ -687,6 +747,56 @@ def test_every_help_example_parses_with_the_options_the_parser_has() -> None:
                 build_parser().parse_args(shlex.split(example)[1:])
             except SystemExit:
                 pytest.fail(f"{example!r} does not parse: {err.getvalue().strip()}")
+
+
+def test_command_lines_in_the_docs_parse() -> None:
+    from rankbridge.cli import build_parser
+
+    pages = [ROOT / "README.md", ROOT / "examples" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    lines = []
+    for page in pages:
+        for block in re.findall(r"```[a-z]*\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S):
+            lines += [
+                (page.name, line.split("  #")[0].strip())
+                for line in block.splitlines()
+                if line.startswith("rankbridge ")
+            ]
+    assert len(lines) >= 8
+    for page, line in lines:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            try:
+                build_parser().parse_args(shlex.split(line)[1:])
+            except SystemExit:
+                pytest.fail(f"{page}: {line!r} does not parse: {err.getvalue().strip()}")
+
+
+def test_data_md_tables_and_arrays_block_gives_trec_evals_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    monkeypatch.chdir(tmp_path)
+    block = next(b for b in _blocks("data.md") if "table_from_arrays(" in b)
+    space: dict[str, Any] = {}
+    exec(compile(block, "data.md arrays block", "exec"), space)
+    hits = {"q1": {"d1": 0.9, "d3": 0.4}, "q2": {"d2": 0.7}}
+    assert {q: space["run"].ranking(q) for q in space["run"]} == {"q1": ["d1", "d3"], "q2": ["d2"]}
+    assert (tmp_path / "bm25.parquet").is_file()
+    ref = pytrec_eval.RelevanceEvaluator({"q1": {"d3": 1}, "q2": {"d2": 1}}, {"recip_rank", "ndcg_cut_10"}).evaluate(
+        hits
+    )
+    # the first `ev` (the DataFrame as the run) was replaced by the arrays' one: run it again as the block did
+    first = rb.evaluate({"q1": {"d3": 1}, "q2": {"d2": 1}}, space["hits"], ["mrr", "ndcg@10"])
+    assert first.mean["mrr"] == pytest.approx(sum(v["recip_rank"] for v in ref.values()) / 2)
+    assert first.mean["ndcg@10"] == pytest.approx(sum(v["ndcg_cut_10"] for v in ref.values()) / 2)
+    # the arrays: q0 ranks docs 4, 2, 7 (doc 2 relevant), q1 ranks 1, 5 (doc 5 relevant)
+    as_dicts = {"q0": {"4": 3.0, "2": 2.0, "7": 1.0}, "q1": {"1": 2.0, "5": 1.0}}
+    ref = pytrec_eval.RelevanceEvaluator({"q0": {"2": 1}, "q1": {"5": 1}}, {"recip_rank", "recall_3"}).evaluate(
+        as_dicts
+    )
+    assert space["ev"].mean["mrr"] == pytest.approx(sum(v["recip_rank"] for v in ref.values()) / 2)
+    assert space["ev"].mean["recall@3"] == pytest.approx(sum(v["recall_3"] for v in ref.values()) / 2)
 
 
 def test_demo_help_counts_the_strategies_the_readme_lists() -> None:

@@ -276,7 +276,14 @@ def run_from_table(
     d_codes, d_ids = _doc_rows(get(doc_column), kind, doc_column)
     scores = None
     if score_column is not None and score_column in names and rank_column is None:
-        scores = _numbers_column(get(score_column), score_column, "numeric score", integral=False)
+        try:
+            scores = _numbers_column(get(score_column), score_column, "numeric score", integral=False)
+        except InputError as exc:
+            if "rank" not in names or "NaN" not in str(exc):
+                raise
+            raise InputError(  # what a ranked run's to_pandas() gives: ranks, and no scores
+                f"{exc}; the table has a 'rank' column: run_from_table(table, rank_column='rank') ranks by it"
+            ) from None
     ranks = None
     if rank_column is not None:
         ranks = _numbers_column(get(rank_column), rank_column, "rank", integral=True)
