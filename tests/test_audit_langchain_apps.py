@@ -258,7 +258,10 @@ def test_lcel_chain_scored_the_same_however_it_is_called(golden: GoldenSet, app:
 
     with rb.capture(golden) as cap:
         chain.batch([q.text for q in qs], config={"max_concurrency": 4})
-    assert cap.summary()["matched_by_text"] == len(qs)
+        chain.invoke(qs[0].text)  # asked again, after the first answer: a repeat, not a concurrent one
+    summary = cap.summary()
+    assert summary["matched_by_text"] == len(qs) and summary["repeats"] == 1 and summary["concurrent_repeats"] == []
+    assert "concurrent_repeats" not in cap.run.config
     assert_scores(golden, cap.run, lists)
 
     async def asked() -> tuple[Any, Any]:
@@ -369,6 +372,15 @@ def test_hybrid_chain_two_retrievers_in_parallel(golden: GoldenSet, app: dict[st
     # the slow dense search starts first in most questions and ends last: finish order would pick BM25
     assert sum(first[q.text].retriever == "Slow" for q in qs) >= len(qs) // 2
     assert_scores(golden, cap.run, expected)
+    # and says so: the list scored is one of the two the app used (on a loaded machine a branch may run after
+    # the other has ended: then it was not at the same time)
+    spans = {q.text: sorted((r.started, r.started + r.latency) for r in cap.records if r.query == q.text) for q in qs}
+    overlapping = [q.id for q in qs if spans[q.text][1][0] < spans[q.text][0][1]]
+    assert len(overlapping) >= len(qs) // 2
+    assert sorted(cap.summary()["concurrent_repeats"]) == overlapping
+    assert cap.run.config["concurrent_repeats"] == len(overlapping)
+    note = f"{len(overlapping)} captured questions had retrievals that ran at the same time"
+    assert any(note in n for n in rb.evaluate(golden, cap.run, METRICS).notes)
     last = cap.to_run(repeats="last")
     assert all(
         list(last.ranking(q.id)) == (bm25_lists if first[q.text].retriever == "Slow" else dense_lists)[q.id] for q in qs
@@ -392,10 +404,12 @@ def test_a_query_id_block_around_a_batch_is_counted_not_spread(golden: GoldenSet
         FirstLast().batch([q.text for q in qs[4:]])
     summary = cap.summary()
     assert summary["repeats"] == 3 and summary["matched_by_id"] == 1
-    assert summary["missing"] == [q.id for q in qs[1:4]]
+    assert summary["missing"] == [q.id for q in qs[1:4]] and summary["concurrent_repeats"] == [qs[0].id]
     ev = rb.evaluate(golden, cap.run, METRICS)
     assert list(ev.missing) == [q.id for q in qs[1:4]] and ev.num_queries == len(qs) - 3
-    assert "3 missing" in ev.summary()
+    assert (
+        "3 missing" in ev.summary() and "1 captured questions had retrievals that ran at the same time" in ev.summary()
+    )
     # the question's entry is the retrieval that started first (as a rule its own), not the first to finish
     first = min((r for r in cap.records if r.query_id == qs[0].id), key=lambda r: r.started)
     seen = [q for q in qs if q.id not in ev.missing]

@@ -1376,12 +1376,32 @@ class Capture:
         records = sorted(self.recorder.records, key=operator.attrgetter("started"))
         return [(r, *self.matcher.match(r.query, r.query_id)) for r in records]
 
-    def _chosen(self, repeats: str) -> tuple[dict[str, CaptureRecord], set[str]]:
+    def _chosen(
+        self, repeats: str, assigned: Iterable[tuple[CaptureRecord, str, str]] | None = None
+    ) -> tuple[dict[str, CaptureRecord], set[str]]:
         chosen: dict[str, CaptureRecord] = {}
-        for record, qid, _ in self._assign():
+        for record, qid, _ in self._assign() if assigned is None else assigned:
             if repeats == "last" or qid not in chosen:
                 chosen[qid] = record
         return chosen, set(chosen)
+
+    def _concurrent(self, assigned: Iterable[tuple[CaptureRecord, str, str]]) -> list[str]:
+        """Query ids with two retrievals that ran at the same time (``assigned`` in start order).
+
+        A question asked again starts after its last retrieval ended; overlapping ones are one request searching
+        several retrievers (a RunnableParallel, parallel tool calls) or one query id around several questions
+        (a batch inside a ``query_id`` block): then no single retrieval is the list the app used.
+        """
+        ends: dict[str, float] = {}
+        out: dict[str, None] = {}
+        for record, qid, _ in assigned:
+            end = ends.get(qid)
+            if end is not None and record.started < end:
+                out.setdefault(qid, None)
+            # an unfinished record (no latency) is open to the end
+            stop = record.started + record.latency if record.latency is not None else float("inf")
+            ends[qid] = stop if end is None else max(end, stop)
+        return list(out)
 
     def to_run(
         self,
@@ -1404,6 +1424,9 @@ class Capture:
             Which capture of a query asked more than once (the same text, or one query id over several
             retrievals, as when an agent searches again) makes its entry: ``"first"`` (default) or
             ``"last"`` to start. Every retrieval stays in :attr:`records`; ``summary()["repeats"]`` counts them.
+            Retrievals of one query that ran at the same time (a chain searching two retrievers in parallel,
+            a batch inside one ``query_id`` block) are counted in ``run.config["concurrent_repeats"]``, and
+            :func:`rankbridge.evaluate` notes them: :func:`rankbridge.run_app` scores such retrievals together.
         check_ids:
             Check the results' doc ids against the golden set's corpus and qrels ids (default: the
             ``capture(check_ids=...)`` setting, ``True``). ``False`` returns the run under ``id_from`` as it
@@ -1441,8 +1464,12 @@ class Capture:
             raise InputError(f"stage must be 'final' or 'retrieved'. Got {stage!r} instead.")
         if repeats not in ("first", "last"):
             raise InputError(f"repeats must be 'first' or 'last'. Got {repeats!r} instead.")
-        chosen, seen = self._chosen(repeats)
+        assigned = self._assign()
+        chosen, seen = self._chosen(repeats, assigned)
         config = {**self._config(stage), "repeats": repeats}
+        concurrent = self._concurrent(assigned)
+        if concurrent:
+            config["concurrent_repeats"] = len(concurrent)
         golden_ids = self.matcher.golden_ids() if self.matcher.ids is not None else None
         if golden_ids is not None:
             config["golden_size"] = len(golden_ids)
@@ -1551,7 +1578,9 @@ class Capture:
 
         Keys: ``records``, ``queries``, ``matched_by_id``, ``matched_by_text``, ``unmatched``,
         ``unknown_ids`` (ids the app passed that the golden set lacks), ``missing`` (golden ids never
-        seen), ``repeats``, ``errors``, ``resolve_errors``, ``reranked`` (records whose final list
+        seen), ``repeats``, ``concurrent_repeats`` (query ids with retrievals that ran at the same time: one
+        request searching several retrievers, or one query id around several questions; each is scored on one
+        of them), ``errors``, ``resolve_errors``, ``reranked`` (records whose final list
         differs), ``dropped``, ``sampled_out``, ``texts_dropped`` (result texts not kept: over
         ``max_text_bytes``), ``cancelled`` (retrievals whose asyncio task was cancelled before they ended,
         recorded with that error), ``results_truncated`` (result lists longer than 10,000 of which the
@@ -1590,6 +1619,7 @@ class Capture:
             "unknown_ids": list(unknown),
             "missing": [q for q in self.matcher.golden_ids() if q not in seen],
             "repeats": repeats,
+            "concurrent_repeats": self._concurrent(assigned),
             "errors": errors,
             "resolve_errors": resolve_errors,
             "reranked": reranked,

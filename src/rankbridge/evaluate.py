@@ -487,6 +487,14 @@ def evaluate(
             f"the capture saw {len(q) - len(missing_q)} of the {len(q)} golden questions: the means are over "
             "those alone"
         )
+    concurrent = run_obj.config.get("concurrent_repeats") if captured and run_obj is not None else None
+    if concurrent and run_obj is not None:
+        notes.append(
+            f"{concurrent} captured questions had retrievals that ran at the same time (one request searching "
+            f"several retrievers, or one query_id around several questions): each is scored on the "
+            f"{run_obj.config.get('repeats', 'first')} to start alone; rankbridge.run_app scores them together "
+            "(retrieval='final')"
+        )
     if failed and missing == "skip":  # the means are over the retrievals that worked (no count: blocks merge)
         notes.append(
             "queries whose retrieval failed (run.errors) are left out of the means, which are over the "
