@@ -74,6 +74,7 @@ import math
 import os
 import sqlite3
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -502,11 +503,104 @@ class _Closing:
         self.close()
 
 
-class _SQLiteFile(_Closing):
-    """An SQLite connection behind a lock, set by the subclass (the run history; the judge cache)."""
+@contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction that takes the write lock at once (``BEGIN IMMEDIATE``, waiting up to the
+    connection's busy timeout); rolled back when anything inside raises, so a write is all or nothing."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
+
+class _SQLiteFile(_Closing):
+    """An SQLite connection behind a lock, set by the subclass (the run history; the judge cache).
+
+    Both files are opened by :meth:`_prepare` and differ only in their schema (``_check_schema``).
+    """
+
+    path: str
+    timeout: float  # seconds to wait for another connection's write lock (also the connection's busy timeout)
     _lock: threading.Lock | threading.RLock
     _conn: sqlite3.Connection | None
+
+    def _check_schema(self, conn: sqlite3.Connection, *, may_create: bool) -> bool:
+        """True when the file holds the current schema; creates it in an empty file, or migrates an older one,
+        when allowed (``may_create``: the caller holds the write lock)."""
+        raise NotImplementedError
+
+    def _wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL mode (persistent: once per file), waiting up to ``timeout`` for other openers.
+
+        SQLite makes the switch under a read lock that it then upgrades to a write lock, and such an upgrade
+        never waits (the busy timeout does not apply: two upgrading readers would wait for each other), so
+        when several processes open a new file at once, those that meet another's switch get "database is
+        locked" at once. They try again here until the file is in WAL mode (another process may have
+        switched it) or ``timeout`` has passed.
+        """
+        deadline = time.monotonic() + self.timeout
+        pause = 0.001
+        while conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            try:
+                conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(2 * pause, 0.05)
+            else:
+                return  # switched, or a file system without shared memory that keeps its mode
+
+    def _failure(self, exc: sqlite3.DatabaseError, doing: str) -> Exception | None:
+        """The library's error for an SQLite error met while ``doing`` something (None: raise it as it is)."""
+        raise NotImplementedError
+
+    def _closed(self) -> Exception:
+        """The error for a call after :meth:`close`."""
+        raise NotImplementedError
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise self._closed()
+        return self._conn
+
+    @contextmanager
+    def _sqlite(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """The open connection, under the lock; SQLite errors become the library's (``_failure``), naming the file."""
+        with self._lock:
+            db = self._connection()
+            try:
+                yield db
+            except sqlite3.DatabaseError as exc:
+                failure = self._failure(exc, doing)
+                if failure is None:
+                    raise
+                raise failure from None
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Put the file in WAL mode and make sure it holds the current schema; SQLite errors pass through.
+
+        The schema is checked under a read snapshot first, so opening a ready file never waits for another
+        process's write. A new or older file is created or migrated in one ``BEGIN IMMEDIATE`` transaction and
+        checked again once the lock is held: of several processes opening it at once, one does the work and
+        the others find it done; a failure or a kill rolls all of it back.
+        """
+        # The first read of the header: a file that is not SQLite fails here.
+        conn.execute("PRAGMA schema_version").fetchone()
+        if self.path != ":memory:":
+            self._wal(conn)
+        conn.execute("BEGIN")
+        try:
+            ready = self._check_schema(conn, may_create=False)
+        finally:
+            conn.execute("COMMIT")
+        if not ready:
+            with _immediate(conn):
+                self._check_schema(conn, may_create=True)
 
     def close(self) -> None:
         """Close the file (idempotent). The last connection to close checkpoints a WAL into the file."""
@@ -603,27 +697,8 @@ class RunStore(_SQLiteFile):
     # -- opening ---------------------------------------------------------------------------------
     def _setup(self, conn: sqlite3.Connection) -> None:
         try:
-            # The first read of the header: a file that is not SQLite fails here.
-            conn.execute("PRAGMA schema_version").fetchone()
             conn.execute("PRAGMA foreign_keys = ON")
-            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-            if mode != "wal" and self.path != ":memory:":
-                conn.execute("PRAGMA journal_mode = WAL")  # persistent: set once per file
-            # Check under a read snapshot first: opening never waits for another process's write.
-            conn.execute("BEGIN")
-            try:
-                ready = self._check_schema(conn, may_create=False)
-            finally:
-                conn.execute("COMMIT")
-            if not ready:  # a new or old file: create or migrate under the write lock (one process wins)
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    self._check_schema(conn, may_create=True)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
+            self._prepare(conn)
         except sqlite3.OperationalError as exc:
             if _is_busy(exc):
                 raise StoreLockedError(self.path, timeout=self.timeout, doing="open it") from None
@@ -643,8 +718,6 @@ class RunStore(_SQLiteFile):
             raise InputError(f"{self.path}: cannot read the run history: {exc}") from None
 
     def _check_schema(self, conn: sqlite3.Connection, *, may_create: bool) -> bool:
-        """True when the file holds the current schema; creates it in an empty file, or migrates an older one,
-        when allowed (``may_create``: the caller holds the write lock)."""
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         tables.discard("sqlite_sequence")
         if _SCHEMA_TABLE not in tables:
@@ -697,27 +770,19 @@ class RunStore(_SQLiteFile):
                 (query_set_fingerprint(json.loads(query_ids)), rid),
             )
 
-    @contextmanager
-    def _sqlite(self, doing: str) -> Iterator[sqlite3.Connection]:
-        """The open connection, under the lock; SQLite errors become the library's, naming the file."""
-        with self._lock:
-            db = self._db
-            try:
-                yield db
-            except sqlite3.OperationalError as exc:
-                if _is_busy(exc):
-                    raise StoreLockedError(self.path, timeout=self.timeout, doing=doing) from None
-                raise StoreError(f"{self.path}: cannot {doing}: {exc}", path=self.path) from None
-            except sqlite3.DatabaseError as exc:
-                raise StoreError(
-                    f"{self.path}: cannot {doing} (a damaged run history?): {exc}", path=self.path
-                ) from None
+    def _failure(self, exc: sqlite3.DatabaseError, doing: str) -> Exception:
+        if isinstance(exc, sqlite3.OperationalError):
+            if _is_busy(exc):
+                return StoreLockedError(self.path, timeout=self.timeout, doing=doing)
+            return StoreError(f"{self.path}: cannot {doing}: {exc}", path=self.path)
+        return StoreError(f"{self.path}: cannot {doing} (a damaged run history?): {exc}", path=self.path)
+
+    def _closed(self) -> Exception:
+        return RankbridgeError(f"{self.path}: the run history is closed")
 
     @property
     def _db(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise RankbridgeError(f"{self.path}: the run history is closed")
-        return self._conn
+        return self._connection()
 
     def __repr__(self) -> str:
         state = "closed" if self._conn is None else "open"
@@ -851,30 +916,24 @@ class RunStore(_SQLiteFile):
             fingerprint,
             query_set_fingerprint(evaluation.query_ids),
         )
-        with self._sqlite("save a record") as db:
-            db.execute("BEGIN IMMEDIATE")  # take the write lock now, not on the first INSERT
-            try:
-                cursor = db.execute(
-                    "INSERT INTO records (name, created_at, config, tags, qrels_name, metric_definitions_version, "
-                    "rankbridge_version, missing_policy, num_queries, num_missing, num_failed, num_unjudged, "
-                    "num_no_relevant, duplicates, latency_mean, latency_p95, query_ids, missing, failed, unjudged, "
-                    "no_relevant, errors, qrels_fingerprint, query_set_fingerprint) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    record,
+        # _immediate: take the write lock now, not on the first INSERT
+        with self._sqlite("save a record") as db, _immediate(db):
+            cursor = db.execute(
+                "INSERT INTO records (name, created_at, config, tags, qrels_name, metric_definitions_version, "
+                "rankbridge_version, missing_policy, num_queries, num_missing, num_failed, num_unjudged, "
+                "num_no_relevant, duplicates, latency_mean, latency_p95, query_ids, missing, failed, unjudged, "
+                "no_relevant, errors, qrels_fingerprint, query_set_fingerprint) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                record,
+            )
+            record_id = cursor.lastrowid
+            assert record_id is not None  # an INSERT into a rowid table always sets it
+            for position, metric, mean, count, array in metric_rows:
+                db.execute(
+                    "INSERT INTO metric_values (record_id, position, metric, mean, num_values, per_query) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (record_id, position, metric, mean, count, _to_blob(array)),
                 )
-                record_id = cursor.lastrowid
-                assert record_id is not None  # an INSERT into a rowid table always sets it
-                for position, metric, mean, count, array in metric_rows:
-                    db.execute(
-                        "INSERT INTO metric_values (record_id, position, metric, mean, num_values, per_query) "
-                        "VALUES (?, ?, ?, ?, ?, ?)",
-                        (record_id, position, metric, mean, count, _to_blob(array)),
-                    )
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
         return int(record_id)
 
     def delete(self, record_id: int) -> None:
@@ -887,18 +946,11 @@ class RunStore(_SQLiteFile):
         StoreLockedError
             When another process held the write lock for longer than ``timeout``.
         """
-        with self._sqlite(f"delete record {record_id}") as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.execute("DELETE FROM metric_values WHERE record_id = ?", (record_id,))
-                deleted = db.execute("DELETE FROM records WHERE id = ?", (record_id,)).rowcount
-                if deleted == 0:
-                    raise InputError(f"{self.path}: no record with id {record_id}")
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
+        with self._sqlite(f"delete record {record_id}") as db, _immediate(db):
+            db.execute("DELETE FROM metric_values WHERE record_id = ?", (record_id,))
+            deleted = db.execute("DELETE FROM records WHERE id = ?", (record_id,)).rowcount
+            if deleted == 0:
+                raise InputError(f"{self.path}: no record with id {record_id}")
 
     def attach_qrels(self, record_ids: int | Iterable[int], qrels: Qrels | GoldenSet | Mapping[Any, Any]) -> int:
         """Record which judgments saved records were scored on (for records of unknown qrels).
@@ -939,36 +991,29 @@ class RunStore(_SQLiteFile):
         fingerprint = qrels_fingerprint(judged)
         name = judged.name if judged.name != "qrels" else None
         changed = 0
-        with self._sqlite("attach qrels") as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                for rid in ids:
-                    row = db.execute("SELECT qrels_fingerprint, query_ids FROM records WHERE id = ?", (rid,)).fetchone()
-                    if row is None:
-                        raise InputError(f"{self.path}: no record with id {rid}")
-                    if row[0] == fingerprint:
-                        continue
-                    if row[0] is not None:
-                        raise InputError(
-                            f"{self.path}: record {rid} was saved with other qrels (fingerprint "
-                            f"{short_fingerprint(row[0])}, these are {short_fingerprint(fingerprint)}); not changed"
-                        )
-                    unknown = [q for q in json.loads(row[1]) if q not in judged]
-                    if unknown:
-                        raise InputError(
-                            f"{self.path}: record {rid} evaluated {len(unknown)} queries these qrels do not judge "
-                            f"(e.g. {', '.join(map(repr, unknown[:3]))}): not the qrels it was scored on"
-                        )
-                    db.execute(
-                        "UPDATE records SET qrels_fingerprint = ?, qrels_name = COALESCE(qrels_name, ?) WHERE id = ?",
-                        (fingerprint, name, rid),
+        with self._sqlite("attach qrels") as db, _immediate(db):
+            for rid in ids:
+                row = db.execute("SELECT qrels_fingerprint, query_ids FROM records WHERE id = ?", (rid,)).fetchone()
+                if row is None:
+                    raise InputError(f"{self.path}: no record with id {rid}")
+                if row[0] == fingerprint:
+                    continue
+                if row[0] is not None:
+                    raise InputError(
+                        f"{self.path}: record {rid} was saved with other qrels (fingerprint "
+                        f"{short_fingerprint(row[0])}, these are {short_fingerprint(fingerprint)}); not changed"
                     )
-                    changed += 1
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
+                unknown = [q for q in json.loads(row[1]) if q not in judged]
+                if unknown:
+                    raise InputError(
+                        f"{self.path}: record {rid} evaluated {len(unknown)} queries these qrels do not judge "
+                        f"(e.g. {', '.join(map(repr, unknown[:3]))}): not the qrels it was scored on"
+                    )
+                db.execute(
+                    "UPDATE records SET qrels_fingerprint = ?, qrels_name = COALESCE(qrels_name, ?) WHERE id = ?",
+                    (fingerprint, name, rid),
+                )
+                changed += 1
         return changed
 
     # -- reading ---------------------------------------------------------------------------------

@@ -79,7 +79,7 @@ from rankbridge.judge.llm import (
 )
 from rankbridge.judge.prompts import RELEVANCE_V1, REPAIR_V1, Prompt
 from rankbridge.metrics.ranking import build_table
-from rankbridge.store import _Closing, _SQLiteFile
+from rankbridge.store import _Closing, _immediate, _is_busy, _SQLiteFile
 from rankbridge.types import GoldenSet, Qrels, Query, Run
 
 __all__ = [
@@ -321,35 +321,48 @@ CREATE TABLE IF NOT EXISTS judgments (
 """
 
 
+#: Seconds a writer waits for another process's write lock on the cache before :class:`JudgeCacheError`.
+DEFAULT_CACHE_TIMEOUT = 30.0
+
 _SQLITE_CAUSES = (
     (("SQLITE_READONLY", "readonly"), "read-only file system (or no write permission)"),
     (("SQLITE_CANTOPEN", "unable to open"), "cannot create or open the file (read-only file system or no permission)"),
     (("SQLITE_FULL", "disk is full"), "disk full"),
     (("SQLITE_IOERR", "disk i/o error"), "disk I/O error"),
     (("SQLITE_PERM", "access permission denied"), "permission denied"),
-    (("SQLITE_BUSY", "SQLITE_LOCKED", "database is locked", "table is locked"), "locked by another process (30 s)"),
 )
 
 
-def _write_failure(path: str, exc: sqlite3.Error) -> JudgeCacheError | None:
+def _write_failure(path: str, exc: sqlite3.Error, *, timeout: float, doing: str = "write") -> JudgeCacheError | None:
     """A clear :class:`JudgeCacheError` for an SQLite error caused by the disk or a lock, else None."""
-    name = str(getattr(exc, "sqlite_errorname", "") or "")
-    text = str(exc).lower()
-    for markers, cause in _SQLITE_CAUSES:
-        if name.startswith(markers) or any(m.islower() and m in text for m in markers):
-            return JudgeCacheError(
-                f"cannot write the judge cache at {path}: {cause} ({exc}); give another cache path, or no cache "
-                "(cache=None / --no-cache)"
-            )
-    return None
+    if _is_busy(exc):  # the run history's test: SQLITE_BUSY / SQLITE_LOCKED by code, else by message
+        cause = (
+            f"locked by another process, which kept its write lock for more than {timeout:g} s "
+            "(JudgmentCache(path, timeout=SECONDS) waits longer)"
+        )
+    else:
+        name = str(getattr(exc, "sqlite_errorname", "") or "")
+        text = str(exc).lower()
+        matched = (c for markers, c in _SQLITE_CAUSES if name.startswith(markers) or any(m in text for m in markers))
+        found = next(matched, None)
+        if found is None:
+            return None
+        cause = found
+    return JudgeCacheError(
+        f"cannot {doing} the judge cache at {path}: {cause} ({exc}); give another cache path, or no cache "
+        "(cache=None / --no-cache)"
+    )
 
 
 class JudgmentCache(_SQLiteFile):
     """Grades on disk (SQLite, standard library), keyed by (query text, document hash, model, prompt key).
 
     Each grade is written in its own transaction as soon as it is known, so an interrupted batch keeps
-    what it paid for. Safe to share between threads; several processes may share one file (SQLite locks).
-    Close it (or use ``with``) when done.
+    what it paid for. Safe to share between threads, and between processes (parallel CI jobs, pytest-xdist
+    workers, notebook kernels on one file): the file runs in WAL mode, so a reader never waits for a writer,
+    and a writer waits up to ``timeout`` seconds for another's write lock. Processes that create or upgrade
+    one file at the same moment take turns under the write lock: one does it in one transaction, the others
+    find it done. Close it (or use ``with``) when done.
 
     A grade is read only under the model id it was written with. A file written by an older rankbridge
     (schema 1) is upgraded in place: its grades keyed by a model id that was derived rather than given
@@ -361,11 +374,15 @@ class JudgmentCache(_SQLiteFile):
     ----------
     path:
         The database file (created with its folder), or ``":memory:"``.
+    timeout:
+        Seconds to wait for another process's write lock (default :data:`DEFAULT_CACHE_TIMEOUT`) before
+        :class:`JudgeCacheError`; a grade is written in milliseconds, so only a stuck writer waits it out.
 
     Raises
     ------
     JudgeCacheError
-        The file cannot be created or written (read-only or full disk, permissions) or stays locked.
+        The file cannot be created or written (read-only or full disk, permissions) or stays locked
+        longer than ``timeout`` (when opening, only if the file must be created or upgraded).
     InputError
         The file is not a judge cache, or one of a newer schema.
 
@@ -377,11 +394,14 @@ class JudgmentCache(_SQLiteFile):
     (Grade(grade=2, reason='ok'), 1)
     """
 
-    def __init__(self, path: str | os.PathLike[str] = ":memory:") -> None:
+    def __init__(self, path: str | os.PathLike[str] = ":memory:", *, timeout: float = DEFAULT_CACHE_TIMEOUT) -> None:
         self.path = str(path)
+        batch.check_number("timeout", timeout, integer=False, minimum=0, strict=False, none=False)
+        self.timeout = float(timeout)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
-        #: Grades moved to ``legacy_judgments`` when this file was upgraded from schema 1 (0 otherwise).
+        #: Grades moved to ``legacy_judgments`` when this object upgraded the file from schema 1 (0 otherwise,
+        #: also when another process upgraded it first).
         self.migrated = 0
         if self.path != ":memory:":
             try:
@@ -392,24 +412,16 @@ class JudgmentCache(_SQLiteFile):
                     "give another cache path, or no cache (cache=None / --no-cache)"
                 ) from None
         try:
-            self._conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if tables and "judgments" not in tables:
-                raise InputError(f"{self.path}: an SQLite database, but not a rankbridge judge cache")
-            if "judgments" in tables and version == 1:
-                self._migrate_from_1()
-            elif "judgments" in tables and version != _SCHEMA_VERSION:
-                raise InputError(
-                    f"{self.path}: judge cache schema version {version}; this rankbridge reads {_SCHEMA_VERSION}"
-                    " (and upgrades 1)"
-                )
-            with self._conn:
-                self._conn.execute(_SCHEMA)
-                self._conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+            # isolation_level=None: no implicit transactions; every write opens its own BEGIN IMMEDIATE.
+            # check_same_thread=False: calls are serialised by self._lock instead.
+            self._conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+            self._prepare(self._conn)
         except sqlite3.Error as exc:
             self.close()
-            raise (_write_failure(self.path, exc) or InputError(f"{self.path}: not a judge cache ({exc})")) from None
+            raise (
+                _write_failure(self.path, exc, timeout=self.timeout)
+                or InputError(f"{self.path}: not a judge cache (expected an SQLite database; SQLite says: {exc})")
+            ) from None
         except BaseException:
             self.close()
             raise
@@ -422,57 +434,71 @@ class JudgmentCache(_SQLiteFile):
                 stacklevel=2,
             )
 
-    def _migrate_from_1(self) -> None:
-        conn = self._connection()
-        where = " OR ".join("model LIKE ?" for _ in _LEGACY_DERIVED)
-        with conn:  # one transaction: the file is either schema 1 or fully schema 2
-            conn.execute(_SCHEMA.replace("judgments", "legacy_judgments"))
-            conn.execute(
-                f"INSERT OR REPLACE INTO legacy_judgments SELECT * FROM judgments WHERE {where}", _LEGACY_DERIVED
+    def _check_schema(self, conn: sqlite3.Connection, *, may_create: bool) -> bool:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        if tables and "judgments" not in tables:
+            raise InputError(
+                f"{self.path}: an SQLite database, but not a rankbridge judge cache (expected a table judgments; "
+                f"found the tables {', '.join(sorted(tables))})"
             )
-            self.migrated = conn.execute(f"DELETE FROM judgments WHERE {where}", _LEGACY_DERIVED).rowcount
-            conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+        # An empty judgments table without a version: an earlier rankbridge stopped (or lost a race) between
+        # creating the table and numbering it, in two transactions; it holds nothing, so set it up as new.
+        unnumbered = version == 0 and (not tables or conn.execute("SELECT 1 FROM judgments LIMIT 1").fetchone() is None)
+        if version == _SCHEMA_VERSION:
+            return True
+        if version != 1 and not unnumbered:
+            newer = ", written by a newer rankbridge (pip install -U rankbridge)" if version > _SCHEMA_VERSION else ""
+            raise InputError(
+                f"{self.path}: judge cache schema version {version}; this rankbridge reads {_SCHEMA_VERSION}"
+                f" (and upgrades 1){newer}"
+            )
+        if not may_create:
+            return False  # create or upgrade under the write lock (the caller takes it and asks again)
+        if version == 1:
+            self._migrate_from_1(conn)
+        else:
+            conn.execute(_SCHEMA)
+        conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+        return True
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise InputError(f"judge cache {self.path} is closed")
-        return self._conn
+    def _migrate_from_1(self, conn: sqlite3.Connection) -> None:
+        """Move the grades under derived model ids aside, inside the caller's transaction (all or nothing)."""
+        where = " OR ".join("model LIKE ?" for _ in _LEGACY_DERIVED)
+        conn.execute(_SCHEMA.replace("judgments", "legacy_judgments"))
+        conn.execute(f"INSERT OR REPLACE INTO legacy_judgments SELECT * FROM judgments WHERE {where}", _LEGACY_DERIVED)
+        self.migrated = conn.execute(f"DELETE FROM judgments WHERE {where}", _LEGACY_DERIVED).rowcount
+
+    def _failure(self, exc: sqlite3.DatabaseError, doing: str) -> Exception | None:
+        return _write_failure(self.path, exc, timeout=self.timeout, doing=doing)
+
+    def _closed(self) -> Exception:
+        return InputError(f"judge cache {self.path} is closed")
 
     def get(self, query: str, doc_hash: str, model: str, prompt: str) -> Grade | None:
         """The cached grade, or None."""
-        with self._lock:
-            row = (
-                self._connection()
-                .execute(
-                    "SELECT grade, reason FROM judgments WHERE query=? AND doc_hash=? AND model=? AND prompt=?",
-                    (query, doc_hash, model, prompt),
-                )
-                .fetchone()
-            )
+        with self._sqlite("read") as db:
+            row = db.execute(
+                "SELECT grade, reason FROM judgments WHERE query=? AND doc_hash=? AND model=? AND prompt=?",
+                (query, doc_hash, model, prompt),
+            ).fetchone()
         return None if row is None else Grade(int(row[0]), str(row[1]))
 
     def put(self, query: str, doc_hash: str, model: str, prompt: str, grade: Grade, *, raw: str = "") -> None:
         """Store one grade (one transaction; replaces an existing one).
 
-        Raises :class:`JudgeCacheError` when the disk is full or read-only, or the file stays locked.
+        Raises :class:`JudgeCacheError` when the disk is full or read-only, or another process keeps the
+        write lock longer than ``timeout``.
         """
-        with self._lock:
-            conn = self._connection()
-            try:
-                with conn:
-                    conn.execute(
-                        "INSERT OR REPLACE INTO judgments VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        (query, doc_hash, model, prompt, grade.grade, grade.reason, raw, time.time()),
-                    )
-            except sqlite3.Error as exc:
-                failure = _write_failure(self.path, exc)
-                if failure is None:
-                    raise
-                raise failure from None
+        with self._sqlite("write") as db, _immediate(db):
+            db.execute(
+                "INSERT OR REPLACE INTO judgments VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (query, doc_hash, model, prompt, grade.grade, grade.reason, raw, time.time()),
+            )
 
     def __len__(self) -> int:
-        with self._lock:
-            return int(self._connection().execute("SELECT COUNT(*) FROM judgments").fetchone()[0])
+        with self._sqlite("read") as db:
+            return int(db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0])
 
     def __repr__(self) -> str:
         return f"JudgmentCache({self.path!r})"
