@@ -536,6 +536,26 @@ def test_beir_refusals_name_the_file_and_line(tmp_path: Path) -> None:
         read_golden(tmp_path / "b", split="train")
 
 
+def test_run_queries_files_refused_with_file_and_line(tmp_path: Path) -> None:
+    from rankbridge.io.queries import load_queries
+
+    bom_crlf = tmp_path / "queries.tsv"
+    bom_crlf.write_bytes("\ufeffqid\ttext\r\nq1\t what causes scurvy? \r\n2\tbread\r\n".encode())
+    assert [(q.id, q.text) for q in load_queries(bom_crlf)] == [("q1", "what causes scurvy?"), ("2", "bread")]
+    # before: a blank question was sent to the retriever, and a repeated id named no line
+    with pytest.raises(ParseError, match=r"queries\.tsv:2: query 'q2': expected the question text, found ''"):
+        load_queries(_write(tmp_path / "queries.tsv", "q1\thi\nq2\t\n"))
+    with pytest.raises(ParseError, match=r"queries\.jsonl:3: query id 'q1' appears twice \(first on line 1\)"):
+        load_queries(
+            _write(
+                tmp_path / "queries.jsonl",
+                '{"_id": "q1", "text": "a"}\n{"_id": 1, "text": "b"}\n{"id": "q1", "text": "c"}\n',
+            )
+        )
+    with pytest.raises(ParseError, match=r"queries\.csv:1: expected 'id<TAB>text', found 'id,text'"):
+        load_queries(_write(tmp_path / "queries.csv", "id,text\nq1,hello\n"))
+
+
 def test_tables_refused_with_row_and_column() -> None:
     pd = pytest.importorskip("pandas")
     with pytest.raises(ParseError, match=r"<DataFrame>: row 1, column 'query_id': expected an id .*found float nan"):

@@ -32,8 +32,20 @@ def _first(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
     return None
 
 
+def _check_query(qid: str, text: str, seen: dict[str, int], path: Path, lineno: int) -> None:
+    """A query's text is not blank (a retriever asked "" answers nothing useful) and its id is new."""
+    if not text.strip():
+        raise ParseError(
+            f"query {qid!r}: expected the question text, found {clip(text)}", source=str(path), line=lineno
+        )
+    if qid in seen:
+        raise ParseError(f"query id {qid!r} appears twice (first on line {seen[qid]})", source=str(path), line=lineno)
+    seen[qid] = lineno
+
+
 def _queries_jsonl(path: Path) -> list[Query]:
     out: list[Query] = []
+    seen: dict[str, int] = {}
     for lineno, obj in iter_jsonl(path):
         qid, text = _first(obj, _ID_KEYS), _first(obj, _TEXT_KEYS)
         if qid is None or not isinstance(text, str):
@@ -46,6 +58,7 @@ def _queries_jsonl(path: Path) -> list[Query]:
             raise ParseError(
                 f"expected a query id (a non-empty string), found {clip(qid)}", source=str(path), line=lineno
             )
+        _check_query(str(qid), text, seen, path, lineno)
         raw = obj.get("metadata")
         meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
         category = meta.get("category")
@@ -55,6 +68,7 @@ def _queries_jsonl(path: Path) -> list[Query]:
 
 def _queries_tsv(path: Path) -> list[Query]:
     out: list[Query] = []
+    seen: dict[str, int] = {}
     try:
         fh = open(path, encoding=ENCODING, newline=None)
     except OSError as exc:
@@ -71,7 +85,9 @@ def _queries_tsv(path: Path) -> list[Query]:
                     raise ParseError(
                         f"expected 'id<TAB>text', found {clip(line.rstrip())}", source=str(path), line=lineno
                     )
-                out.append(Query(fields[0].strip(), "\t".join(fields[1:]).strip()))
+                qid, text = fields[0].strip(), "\t".join(fields[1:]).strip()
+                _check_query(qid, text, seen, path, lineno)
+                out.append(Query(qid, text))
         except UnicodeDecodeError as exc:
             raise decode_error(path, exc) from None
     return out
