@@ -531,3 +531,50 @@ def test_tied_scores_keep_the_retrievers_order_through_a_trec_file(
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert rb.evaluate(one, run, ["mrr@10"]).notes == ()
+
+
+def test_an_index_with_documents_outside_the_corpus(golden: GoldenSet, app: dict[str, Any]) -> None:
+    """Pages added to the index that the golden set does not know (no ``doc_id`` in their metadata)."""
+    qs = golden.queries
+    extra = [
+        Document(page_content=f"{q.text} (see the FAQ)", metadata={"source": f"faq-{i}"}) for i, q in enumerate(qs)
+    ]
+    store = InMemoryVectorStore(app["emb"])
+    store.add_documents([*app["chunks"], *extra])
+    retriever = store.as_retriever(search_kwargs={"k": 6})
+    direct = {q.id: retriever.invoke(q.text) for q in qs}
+    assert all(any("doc_id" not in d.metadata for d in docs) for docs in direct.values())
+    # resolved to metadata:doc_id, which the FAQ pages lack: every question fails, loudly
+    with pytest.raises(RetrievalError, match="has no doc id from 'metadata:doc_id'"):
+        rb.run_retriever(retriever, golden, progress=False, retries=0)
+    # a fallback list names them: ranked where they were, judged non-relevant
+    lists = {
+        qid: doc_ids(docs, key=lambda d: d.metadata.get("doc_id") or d.metadata["source"])
+        for qid, docs in direct.items()
+    }
+    spec = ["metadata:doc_id", "metadata:source"]
+    assert_scores(golden, rb.run_retriever(retriever, golden, progress=False, id_from=spec), lists)
+    with rb.capture(golden, id_from=spec) as cap:
+        retriever.batch([q.text for q in qs], config={"max_concurrency": 4})
+    assert_scores(golden, cap.run, lists)
+
+
+def test_capture_of_a_compression_over_an_ensemble(golden: GoldenSet, app: dict[str, Any]) -> None:
+    classic = pytest.importorskip("langchain_classic.retrievers")
+    compressors = pytest.importorskip("langchain_classic.retrievers.document_compressors")
+    qs, dense, bm25 = golden.queries, app["dense"], app["bm25"]
+    ensemble = classic.EnsembleRetriever(retrievers=[bm25, dense], weights=[0.5, 0.5])
+    compressed = classic.ContextualCompressionRetriever(
+        base_compressor=compressors.EmbeddingsFilter(embeddings=app["emb"], k=3), base_retriever=ensemble
+    )
+    lists = {q.id: doc_ids(compressed.invoke(q.text)) for q in qs}
+    fused = {q.id: doc_ids(ensemble.invoke(q.text)) for q in qs}
+    for trace in (False, True):
+        with rb.capture(golden, trace=trace) as cap:
+            compressed.batch([q.text for q in qs], config={"max_concurrency": 4})
+        assert_scores(golden, cap.run, lists)  # what the app's LLM gets
+        assert_scores(golden, cap.to_run(stage="retrieved"), fused)  # the compressor's input
+    run = rb.run_retriever(compressed, golden, progress=False)
+    assert_scores(golden, run, lists)
+    assert_scores(golden, run.to_stage("retrieved"), fused)
+    assert_scores(golden, run.to_stage("retrieved/retriever:0"), {q.id: doc_ids(bm25.invoke(q.text)) for q in qs})
