@@ -422,3 +422,25 @@ def test_a_writer_waits_for_the_lock_then_fails_clearly_and_readers_never_wait(t
 def test_timeout_must_be_seconds(timeout: Any) -> None:
     with pytest.raises(InputError, match=f"timeout must be a number >= 0. Got {timeout!r}"):
         JudgmentCache(timeout=timeout)
+
+
+@pytest.mark.parametrize("kind", [JudgmentCache, RunStore])
+def test_opening_a_new_file_waits_for_a_lock_held_before_wal_mode(kind: Any, tmp_path: Path) -> None:
+    # Another opener of the new file holds the write lock before any switched it to WAL mode: SQLite refuses
+    # the switch at once, whatever the busy timeout; opening must still wait (up to timeout), not fail.
+    path = tmp_path / "new.sqlite"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        release = threading.Timer(0.3, other.execute, ("ROLLBACK",))
+        started = time.monotonic()
+        release.start()
+        try:
+            with kind(path, timeout=DEADLINE) as opened:
+                assert time.monotonic() - started >= 0.25  # it waited for the lock
+                assert opened._connection().execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        finally:
+            release.cancel()
+            release.join(DEADLINE)
+    finally:
+        other.close()
