@@ -15,6 +15,7 @@ with scores that encode that order. Suspicious input (ids of another build, fail
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator
@@ -503,3 +504,63 @@ def test_a_capture_where_most_retrievals_failed_says_so(golden: GoldenSet, bm25:
     assert "warning: queries whose retrieval failed" in ev.summary()
     zero = rb.evaluate(golden, cap.run, ["ndcg@10"], missing="zero")
     assert zero.num_queries == 30 and zero.mean["ndcg@10"] < ev.mean["ndcg@10"]
+
+
+def test_a_cut_off_that_empties_lists_scores_them_empty_everywhere(golden: GoldenSet, bm25: Any) -> None:
+    """Nothing passes the cut-off for about half the questions: the LLM gets no context, and the run says so.
+
+    A capture takes the final list from the engine's response: an empty one must not fall back to the
+    retriever's list (which would score what the LLM never saw).
+    """
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.postprocessor import SimilarityPostprocessor
+    from llama_index.core.query_engine import RetrieverQueryEngine
+
+    tops = sorted(bm25.retrieve(q.text)[0].score for q in golden.queries)
+    cutoff = tops[len(tops) // 2]  # the median best score: about half the lists end up empty
+    engine = RetrieverQueryEngine.from_args(
+        bm25, node_postprocessors=[SimilarityPostprocessor(similarity_cutoff=cutoff)], llm=MockLLM()
+    )
+    final = _engine_lists(golden, engine)
+    empty = [q for q, docs in final.items() if not docs]
+    assert 5 < len(empty) < 25
+    run = rb.run_retriever(engine, golden, progress=False)
+    assert_equal_to_reference(golden, run, final)
+    with rb.capture(golden) as cap:
+        for q in golden.queries:
+            engine.query(q.text)
+    assert_equal_to_reference(golden, cap.run, final)
+    assert all(cap.run.ranking(q) == [] and len(cap.to_run(stage="retrieved").ranking(q)) > 0 for q in empty)
+    assert rb.evaluate(golden, cap.run, ["ndcg@10"]).num_queries == len(golden)  # empty lists count, as 0
+
+
+def test_an_index_is_run_at_llamaindex_default_top_k_and_compare_says_so(golden: GoldenSet, index: Any) -> None:
+    """``run_retriever(index)`` uses ``index.as_retriever()`` as LlamaIndex builds it: two chunks a question."""
+    run = rb.run_retriever(index, golden, progress=False)
+    assert run.config["k"] == run.config["configured_k"] == index.as_retriever().similarity_top_k == 2
+    assert max(len(run.ranking(q)) for q in run) <= 2
+    result = rb.compare({"index": run}, golden, ["precision@10", "ndcg@10"])
+    assert any("returns at most 2 results per query" in w and "precision@10" in w for w in result.warnings)
+
+
+def test_fusion_running_its_members_in_asyncio_is_scored_the_same(golden: GoldenSet, index: Any, bm25: Any) -> None:
+    """``QueryFusionRetriever``'s default ``use_async=True`` runs its members as asyncio tasks, inside the runner's
+    threads (sync) or its event loop (async) alike; the capture's retrieval spans follow those tasks."""
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.retrievers import QueryFusionRetriever
+
+    fusion = QueryFusionRetriever(
+        [index.as_retriever(similarity_top_k=8), bm25], similarity_top_k=10, num_queries=1, mode="dist_based_score",
+        llm=MockLLM(),
+    )  # fmt: skip
+
+    async def ask_all() -> list[list[str]]:
+        return [by_document(r) for r in await asyncio.gather(*(fusion.aretrieve(q.text) for q in golden.queries))]
+
+    # asked in a loop of its own: fusion.retrieve() outside any loop makes LlamaIndex open one it never closes
+    with rb.capture(golden) as cap:
+        answers = asyncio.run(ask_all())
+    lists = {q.id: docs for q, docs in zip(golden.queries, answers, strict=True)}
+    assert cap.summary()["matched_by_text"] == len(golden)
+    assert_equal_to_reference(golden, cap.run, lists)
+    assert_equal_to_reference(golden, rb.run_retriever(fusion, golden, progress=False, mode="async"), lists)
