@@ -578,3 +578,21 @@ def test_capture_of_a_compression_over_an_ensemble(golden: GoldenSet, app: dict[
     assert_scores(golden, run, lists)
     assert_scores(golden, run.to_stage("retrieved"), fused)
     assert_scores(golden, run.to_stage("retrieved/retriever:0"), {q.id: doc_ids(bm25.invoke(q.text)) for q in qs})
+
+
+def test_inside_a_running_event_loop_as_in_a_notebook(golden: GoldenSet, app: dict[str, Any]) -> None:
+    qs, dense = golden.queries[:8], app["dense"]
+    part = GoldenSet(qs, golden.qrels, corpus=golden.corpus, name="lumen-8")
+    chain = chain_over(dense)
+    lists = {q.id: doc_ids(dense.invoke(q.text)) for q in qs}
+
+    async def cell() -> list[Run]:  # a notebook cell: the loop is running, sync and async calls alike
+        return [
+            rb.run_retriever(dense, part, progress=False),
+            rb.run_app(chain, part),
+            await rb.arun_retriever(dense, part, progress=False),
+            await rb.arun_app(chain, part),
+        ]
+
+    for run in asyncio.run(cell()):
+        assert_scores(part, run, lists)
