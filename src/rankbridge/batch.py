@@ -527,14 +527,23 @@ class Budget:
 class Task:
     """One item of a batch: its key, the payload handed to the call, and its attempts so far."""
 
-    __slots__ = ("attempt", "errors", "key", "not_before", "payload")
+    __slots__ = ("_errors", "attempt", "key", "not_before", "payload")
 
     def __init__(self, key: str, payload: Any) -> None:
         self.key = key
         self.payload = payload
         self.attempt = 0  # retries made so far
         self.not_before = 0.0  # perf_counter() time before which the next attempt must not start
-        self.errors: list[Failure] = []  # the failed attempts that were retried
+        # made on the first retried failure: a batch holds a Task per item for its whole length, and a list
+        # each would be one more object per item for the garbage collector to walk
+        self._errors: list[Failure] | None = None
+
+    @property
+    def errors(self) -> list[Failure]:
+        """The failed attempts that were retried (a list, empty until one is)."""
+        if self._errors is None:
+            self._errors = []
+        return self._errors
 
     def __repr__(self) -> str:
         return f"Task({self.key!r}, attempt={self.attempt})"
@@ -594,12 +603,14 @@ class _Retrier:
             task.not_before = perf_counter() + self.policy.delay(task.attempt, error)
             return True
         final = Failure(failure.kind, failure.detail, task.attempt + 1, failure.rate_limited)
-        self.sink(Outcome(task.key, None, final, latency, tuple(task.errors)))
+        retried = () if task._errors is None else tuple(task._errors)
+        self.sink(Outcome(task.key, None, final, latency, retried))
         return False
 
     def done(self, task: Task, value: Any, latency: float) -> None:
         if not self.control.closed:
-            self.sink(Outcome(task.key, value, None, latency, tuple(task.errors)))
+            retried = () if task._errors is None else tuple(task._errors)  # no list made for a task never retried
+            self.sink(Outcome(task.key, value, None, latency, retried))
 
 
 def _error_failure(exc: BaseException) -> Failure:

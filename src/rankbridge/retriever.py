@@ -102,28 +102,39 @@ def content_hash(text: str) -> str:
 _WRAPPER: dict[type, bool] = {}  # type -> is it a LlamaIndex-style NodeWithScore (decided once per type)
 _TEXT_KIND: dict[type, str] = {}
 _ID_KIND: dict[type, str] = {}
-#: Accessors known to return one plain attribute (LlamaIndex: ``TextNode.get_content`` -> ``"text"``,
-#: ``BaseNode.node_id`` -> ``"id_"``), told by a framework adapter (:func:`_read_plainly`): a class that
-#: inherits one is read through the attribute, one C-level lookup instead of a Python call per result; a
-#: class that overrides it is called as before.
+#: Accessors of LlamaIndex's node classes that return one plain attribute (llama-index-core 0.14
+#: ``schema.py``): ``TextNode.get_content()`` in its default metadata mode (``NONE``) returns ``self.text``,
+#: ``BaseNode.node_id`` returns ``self.id_``. Rows: (module, class, accessor, the attribute it returns).
+#: Classes are recognised by module and name in a result's MRO, so this module never imports LlamaIndex.
+_PLAIN_ACCESSORS = (
+    ("llama_index.core.schema", "TextNode", "get_content", "text"),
+    ("llama_index.core.schema", "BaseNode", "node_id", "id_"),
+)
+#: The accessors of :data:`_PLAIN_ACCESSORS` met so far -> the attribute each returns. Keys are the accessors
+#: themselves: a class that inherits one is read through the attribute (one C-level lookup instead of a
+#: Python call per result); a class that overrides it (``Document``'s ``get_content``, a custom node) is
+#: called as before.
 _PLAIN_READS: dict[Any, str] = {}
 
 
-def _read_plainly(attrs: Mapping[Any, str]) -> None:
-    """Add ``attrs`` (accessor -> the attribute it returns) to :data:`_PLAIN_READS`; classes already read
-    through one of these accessors switch to the attribute. Every adapter built tells the same accessors:
-    only the first time changes anything."""
-    if all(_PLAIN_READS.get(accessor) == attr for accessor, attr in attrs.items()):
-        return
-    _PLAIN_READS.update(attrs)
-    for kinds in (_TEXT_KIND, _ID_KIND):
-        for cls, kind in list(kinds.items()):
-            kinds[cls] = _plain_kind(cls, kind)
+def _plain_reads_of(cls: type) -> dict[Any, str]:
+    """The accessors of :data:`_PLAIN_ACCESSORS` that the classes in ``cls``'s MRO define -> their attributes."""
+    out: dict[Any, str] = {}
+    for base in cls.__mro__:
+        for module, name, accessor, attr in _PLAIN_ACCESSORS:
+            if base.__module__ == module and base.__qualname__ == name and accessor in base.__dict__:
+                out[base.__dict__[accessor]] = attr
+    return out
 
 
 def _plain_kind(cls: type, kind: str) -> str:
-    """The attribute that ``cls``'s accessor ``kind`` returns, when it is a known plain one; else ``kind``."""
+    """The attribute that ``cls``'s accessor ``kind`` returns, when it is a known plain one; else ``kind``.
+
+    Called once per class and kind (the first reading of the class): it learns the plain accessors of the
+    class's MRO itself, so a plain function returning LlamaIndex nodes reads them as an adapter does.
+    """
     try:
+        _PLAIN_READS.update(_plain_reads_of(cls))
         return _PLAIN_READS.get(getattr(cls, kind, None), kind)
     except Exception:  # an unhashable class attribute, a class whose getattr raises: read as before
         return kind
@@ -391,7 +402,8 @@ def _normalize(
             quick = _fast_dicts(seq, keep_text)
         else:
             kinds = set(map(type, seq))  # one pass, read by both fast paths
-            quick = _fast_plain(seq, keep_text, kinds)
+            # _fast_plain takes only lists of one plain type: a list led by anything else skips it
+            quick = _fast_plain(seq, keep_text, kinds) if first in _PLAIN_TYPES else None
             if quick is None and first is not str:
                 quick = _fast_framework(seq, keep_text, kinds)  # framework objects, or (object, score) pairs
         if quick is not None:
@@ -459,6 +471,22 @@ _NONE = type(None)
 _NODE = operator.attrgetter("node")
 _SCORE = operator.attrgetter("score")
 _METADATA = operator.attrgetter("metadata")
+_GET_CONTENT = operator.methodcaller("get_content")
+#: The item types :func:`_fast_plain` takes (a list of one of them).
+_PLAIN_TYPES = frozenset({str, tuple, Hit})
+#: attribute name -> its ``operator.attrgetter``, made once (the kinds of id and text attribute are few).
+_ATTR_GETTERS: dict[str, Callable[[Any], Any]] = {}
+
+# The compact columns below are tuples, not lists: a tuple of strs, floats or Nones leaves the garbage
+# collector's lists at its first collection, a list never does, and a run keeps these columns for every
+# query (lists would be walked again by each full collection while the run grows: docs/benchmarks.md).
+
+
+def _attr_getter(name: str) -> Callable[[Any], Any]:
+    get = _ATTR_GETTERS.get(name)
+    if get is None:
+        get = _ATTR_GETTERS[name] = _GET_CONTENT if name == "get_content" else operator.attrgetter(name)
+    return get
 
 
 def _fast_plain(seq: Sequence[Any], keep_text: bool, kinds: set[type]) -> _Ranked | None:
@@ -486,7 +514,7 @@ def _fast_plain(seq: Sequence[Any], keep_text: bool, kinds: set[type]) -> _Ranke
 def _no_nan(scores: Sequence[float | None]) -> Sequence[float | None]:
     """``scores`` with NaN (a framework's "no score") as None."""
     if any(map(operator.ne, scores, scores)):  # NaN, the one float unequal to itself
-        return [None if s != s else s for s in scores]  # type: ignore[comparison-overlap]
+        return tuple(None if s != s else s for s in scores)  # type: ignore[comparison-overlap]
     return scores
 
 
@@ -503,23 +531,23 @@ def _fast_dicts(seq: Sequence[Any], keep_text: bool) -> _Ranked | None:
     if set(map(type, seq)) != {dict}:
         return None
     for key in _DICT_ID_KEYS:  # the first key that any of them has
-        ids: list[Any] = list(map(dict.get, seq, repeat(key)))
+        ids: tuple[Any, ...] = tuple(map(dict.get, seq, repeat(key)))
         if set(map(type, ids)) != {_NONE}:
             break
     if set(map(type, ids)) != {str} or not all(ids):
         return None
-    scores: list[Any] = list(map(dict.get, seq, repeat("score")))
+    scores: tuple[Any, ...] = tuple(map(dict.get, seq, repeat("score")))
     score_types = set(map(type, scores))
     if not score_types <= {float, _NONE}:
         if not score_types <= {float, int, _NONE}:
             return None
-        scores = [float(s) if type(s) is int else s for s in scores]
-    texts: list[Any] | None = None
+        scores = tuple([float(s) if type(s) is int else s for s in scores])
+    texts: tuple[Any, ...] | None = None
     if keep_text:
-        texts = list(map(dict.get, seq, repeat("text")))
+        texts = tuple(map(dict.get, seq, repeat("text")))
         if set(map(type, texts)) != {str}:  # a missing text falls back to page_content
-            texts = list(map(_text, seq))
-    metadata = list(map(dict.get, seq, repeat("metadata")))
+            texts = tuple(map(_text, seq))
+    metadata = tuple(map(dict.get, seq, repeat("metadata")))
     meta_types = set(map(type, metadata))
     if not meta_types <= {dict, _NONE}:
         return None
@@ -543,12 +571,14 @@ def _fast_framework(seq: Sequence[Any], keep_text: bool, kinds: set[type]) -> _R
             if set(map(len, seq)) != {2}:
                 return None
             objs, scores = zip(*seq, strict=True)
-        elif _WRAPPER.get(cls):
-            objs, scores = list(map(_NODE, seq)), list(map(_SCORE, seq))
-        elif _WRAPPER.get(cls) is False and cls in _ID_KIND:  # a bare framework object (a LangChain Document)
-            objs, scores = seq, None
         else:
-            return None
+            wrapper = _WRAPPER.get(cls)
+            if wrapper:
+                objs, scores = tuple(map(_NODE, seq)), tuple(map(_SCORE, seq))
+            elif wrapper is False and cls in _ID_KIND:  # a bare framework object (a LangChain Document)
+                objs, scores = seq, None
+            else:
+                return None
         obj_kinds = kinds if objs is seq else set(map(type, objs))
         if len(obj_kinds) != 1:
             return None
@@ -556,22 +586,19 @@ def _fast_framework(seq: Sequence[Any], keep_text: bool, kinds: set[type]) -> _R
         id_kind, text_kind = _ID_KIND.get(ocls), _TEXT_KIND.get(ocls)
         if id_kind is None or text_kind is None:
             return None
-        ids = list(map(operator.attrgetter(id_kind), objs))
+        ids = tuple(map(_ATTR_GETTERS.get(id_kind) or _attr_getter(id_kind), objs))
         if set(map(type, ids)) != {str} or not all(ids):
             return None
         if scores is not None:
             if not set(map(type, scores)) <= {float, _NONE}:
                 return None
             scores = _no_nan(scores)
-        texts: list[Any] | None = None
+        texts: tuple[Any, ...] | None = None
         if keep_text:
-            read = (
-                operator.methodcaller("get_content") if text_kind == "get_content" else operator.attrgetter(text_kind)
-            )
-            texts = list(map(read, objs))
+            texts = tuple(map(_ATTR_GETTERS.get(text_kind) or _attr_getter(text_kind), objs))
             if not set(map(type, texts)) <= {str}:
-                texts = [t if isinstance(t, str) else None for t in texts]
-        metadata = list(map(_METADATA, objs))
+                texts = tuple([t if isinstance(t, str) else None for t in texts])
+        metadata = tuple(map(_METADATA, objs))
         meta_types = set(map(type, metadata))
         if not meta_types <= {dict, _NONE}:  # another Mapping (kept), or not one (dropped): the general loop
             return None

@@ -31,7 +31,7 @@ from typing import Any
 
 from rankbridge.errors import InputError, MissingExtraError
 from rankbridge.frameworks.base import AdapterBase, CopiesByK, Staged
-from rankbridge.retriever import IdSpec, _read_plainly
+from rankbridge.retriever import IdSpec, _plain_reads_of
 
 __all__ = ["LlamaIndexRetriever", "plain_node_attrs"]
 
@@ -51,13 +51,14 @@ def plain_node_attrs() -> Mapping[Any, str]:
     ``TextNode.get_content()`` in its default metadata mode (``NONE``) returns ``self.text`` (llama-index-core
     0.14 ``schema.py``), ``BaseNode.node_id`` returns ``self.id_``. Keys are the accessors themselves, so a
     node class that overrides one (``Document``'s ``get_content``, a custom node) is still called. Empty when
-    the schema differs (an older release): every accessor is then called.
+    the schema differs (an older release): every accessor is then called. The table is
+    :mod:`rankbridge.retriever`'s, which reads result nodes by it with or without an adapter.
     """
     try:
-        # lazy: the framework, only when an adapter or a capture handler is built
-        from llama_index.core.schema import BaseNode, TextNode
+        # lazy: the framework, only when a capture handler is built
+        from llama_index.core.schema import TextNode
 
-        return MappingProxyType({TextNode.get_content: "text", BaseNode.__dict__["node_id"]: "id_"})
+        return MappingProxyType(_plain_reads_of(TextNode))
     except Exception:  # pragma: no cover - an older schema
         return MappingProxyType({})
 
@@ -170,7 +171,6 @@ class LlamaIndexRetriever(AdapterBase):
     ) -> None:
         base = _import_base()
         base_engine, self._query_bundle, self._node_with_score = _import_query_types()
-        _read_plainly(plain_node_attrs())  # the runner reads TextNode's text and id as attributes
         self._factory: Callable[[int], Any] | None = None
         #: ``None`` (a retriever or index), ``"staged"`` (retriever then postprocessors, done here) or
         #: ``"opaque"`` (an engine with its own ``retrieve``: called as it is).
