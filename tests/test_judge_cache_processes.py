@@ -254,7 +254,7 @@ _OPENER = textwrap.dedent(
 
 
 def test_processes_race_to_create_new_caches_round_after_round(tmp_path: Path) -> None:
-    rounds = 8
+    rounds = 5
     children = [
         subprocess.Popen(
             [sys.executable, "-c", _OPENER, str(tmp_path), str(w), str(WORKERS), str(rounds)],
