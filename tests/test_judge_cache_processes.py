@@ -1,9 +1,10 @@
 """One judge cache file shared by processes: created, upgraded, written and read by several at once.
 
-Parallel CI jobs, pytest-xdist workers and notebook kernels point the judge at one cache file. Each test
-starts real processes (``subprocess``, so each has its own SQLite connection and file locks), holds them at
-a start line until all are ready, and lets them race. Every child is waited for with a timeout: a hang
-fails the test instead of hanging CI.
+Parallel CI jobs, pytest-xdist workers and notebook kernels point the judge at one cache file. The race
+tests start real processes (``subprocess``, so each has its own SQLite connection and file locks), hold
+them at a start line until all are ready, and let them race; others stop a child inside its opening
+transaction, or hold the write lock from a second connection. Every child is waited for with a timeout:
+a hang fails the test instead of hanging CI.
 """
 
 from __future__ import annotations
