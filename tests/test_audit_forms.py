@@ -556,6 +556,24 @@ def test_run_queries_files_refused_with_file_and_line(tmp_path: Path) -> None:
         load_queries(_write(tmp_path / "queries.csv", "id,text\nq1,hello\n"))
 
 
+def test_a_judged_question_with_a_blank_text_is_refused(tmp_path: Path) -> None:
+    # before: BEIR folders (plain and .gz) and LlamaIndex QA files gave the retriever "" to answer
+    for gz in (False, True):
+        root = tmp_path / f"beir{gz}"
+        _write_beir(root, {"1": {"D1": 1}}, gz=gz)
+        raw = b'{"_id": "1", "text": "  "}\n{"_id": "2", "text": ""}\n'
+        (root / ("queries.jsonl.gz" if gz else "queries.jsonl")).write_bytes(gzip.compress(raw) if gz else raw)
+        name = "queries.jsonl.gz" if gz else "queries.jsonl"
+        with pytest.raises(
+            ParseError, match=rf"test\.tsv(\.gz)?: 1 judged queries have a blank text in {name} \(e\.g\. '1'\)"
+        ):
+            read_golden(root)
+    qa = {"queries": {"q1": "What?", "q2": " "}, "corpus": {"n1": "t"}, "relevant_docs": {"q1": ["n1"], "q2": ["n1"]}}
+    (tmp_path / "qa.json").write_text(json.dumps(qa))
+    with pytest.raises(ParseError, match=r"qa\.json: queries\['q2'\]: expected the question text, found ' '"):
+        read_golden(tmp_path / "qa.json")
+
+
 def test_tables_refused_with_row_and_column() -> None:
     pd = pytest.importorskip("pandas")
     with pytest.raises(ParseError, match=r"<DataFrame>: row 1, column 'query_id': expected an id .*found float nan"):

@@ -176,6 +176,26 @@ def corpus_from_lines(lines: Iterable[tuple[int, Mapping[str, Any]]], src: str) 
     return out
 
 
+def judged_queries(qrels: Qrels, queries: Mapping[str, Query], queries_file: str, qrels_src: str) -> list[Query]:
+    """The queries the qrels judge, in the qrels' order: each must be in ``queries_file`` with a question.
+
+    A judged query with a blank text is refused: a retriever asked "" scores it as noise.
+    """
+    unknown = [q for q in qrels if q not in queries]
+    if unknown:
+        raise ParseError(
+            f"{len(unknown)} judged queries have no text in {queries_file} (e.g. {unknown[0]!r})", source=qrels_src
+        )
+    blank = [q for q in qrels if not queries[q].text.strip()]
+    if blank:
+        raise ParseError(
+            f"{len(blank)} judged queries have a blank text in {queries_file} (e.g. {blank[0]!r}): expected the "
+            "question",
+            source=qrels_src,
+        )
+    return [queries[q] for q in qrels]
+
+
 def read_beir_queries(path: str | os.PathLike[str]) -> dict[str, Query]:
     """Read ``queries.jsonl`` (``_id``, ``text``, optional ``metadata``) into ``{id: Query}``."""
     return queries_from_lines(iter_jsonl(path), str(path))
@@ -197,14 +217,8 @@ def read_beir(path: str | os.PathLike[str], *, split: str = "test", load_corpus:
             source=str(root),
         )
     qrels = read_beir_qrels(qrels_path)
-    queries = read_beir_queries(root / "queries.jsonl")
-    unknown = [q for q in qrels if q not in queries]
-    if unknown:
-        raise ParseError(
-            f"{len(unknown)} judged queries have no text in queries.jsonl (e.g. {unknown[0]!r})", source=str(qrels_path)
-        )
+    golden = judged_queries(qrels, read_beir_queries(root / "queries.jsonl"), "queries.jsonl", str(qrels_path))
     corpus = read_beir_corpus(root / "corpus.jsonl") if load_corpus else None
-    golden = [queries[q] for q in qrels]
     qrels.name = f"{root.name}/{split}"
     return GoldenSet(golden, qrels, corpus=corpus, name=root.name)
 

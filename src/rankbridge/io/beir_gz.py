@@ -27,7 +27,7 @@ from pathlib import Path
 
 from rankbridge.errors import ParseError
 from rankbridge.io._open import iter_jsonl_any, open_text
-from rankbridge.io.beir import _qrels_rows, corpus_from_lines, queries_from_lines, read_beir
+from rankbridge.io.beir import _qrels_rows, corpus_from_lines, judged_queries, queries_from_lines, read_beir
 from rankbridge.types import GoldenSet, Qrels
 
 __all__ = ["find_beir_file", "is_beir_folder", "read_golden_beir"]
@@ -91,12 +91,7 @@ def read_golden_beir(path: str | os.PathLike[str], *, split: str = "test", load_
         return read_beir(root, split=split, load_corpus=load_corpus)
     qrels = _qrels(qrels_path)
     queries = queries_from_lines(iter_jsonl_any(queries_path), str(queries_path))
-    unknown = [q for q in qrels if q not in queries]
-    if unknown:
-        raise ParseError(
-            f"{len(unknown)} judged queries have no text in {queries_path.name} (e.g. {unknown[0]!r})",
-            source=str(qrels_path),
-        )
+    golden = judged_queries(qrels, queries, queries_path.name, str(qrels_path))
     corpus = corpus_from_lines(iter_jsonl_any(corpus_path), str(corpus_path)) if corpus_path is not None else None
     qrels.name = f"{root.name}/{split}"
-    return GoldenSet([queries[q] for q in qrels], qrels, corpus=corpus, name=root.name)
+    return GoldenSet(golden, qrels, corpus=corpus, name=root.name)

@@ -112,6 +112,11 @@ def golden_from_llamaindex(data: Any, *, name: str = "llamaindex", source: str |
             f"(e.g. {clip(unjudged[0])})",
             source=src,
         )
+    blank = [q for q in queries if not queries[q].strip()]  # a retriever asked "" scores the query as noise
+    if blank:
+        raise ParseError(
+            f"queries[{clip(blank[0])}]: expected the question text, found {clip(queries[blank[0]])}", source=src
+        )
     golden = [Query(q, queries[q], reference_context_ids=tuple(relevant[q])) for q in queries]
     docs = {d: {"title": "", "text": t, "metadata": {}} for d, t in corpus.items()}
     return GoldenSet(golden, Qrels._trusted(relevant, name=name), corpus=docs, name=name)
