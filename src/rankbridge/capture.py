@@ -1395,11 +1395,12 @@ class Capture:
         ends: dict[str, float] = {}
         out: dict[str, None] = {}
         for record, qid, _ in assigned:
+            if record.latency is None or not record.started:  # no timing (a trace without times): not known
+                continue
             end = ends.get(qid)
             if end is not None and record.started < end:
                 out.setdefault(qid, None)
-            # an unfinished record (no latency) is open to the end
-            stop = record.started + record.latency if record.latency is not None else float("inf")
+            stop = record.started + record.latency
             ends[qid] = stop if end is None else max(end, stop)
         return list(out)
 
