@@ -837,6 +837,40 @@ def test_data_md_tables_and_arrays_block_gives_trec_evals_numbers(
     assert space["ev"].mean["recall@3"] == pytest.approx(sum(v["recall_3"] for v in ref.values()) / 2)
 
 
+def test_every_call_in_the_bring_your_data_tables_exists() -> None:
+    import importlib
+
+    import rankbridge.io
+
+    owners = {"rb": rb, "ev": rb.Evaluation, "result": rb.Comparison, "run": rb.Run}
+    pages = {
+        "README.md": ((ROOT / "README.md").read_text(encoding="utf-8"), "## Bring your data", "Metric names"),
+        "data.md": ((ROOT / "docs" / "data.md").read_text(encoding="utf-8"), "| you have |", "Names follow one scheme"),
+    }
+    checked = 0
+    for page, (text, start, end) in pages.items():
+        table = text[text.index(start) : text.index(end)]
+        for row in (line for line in table.splitlines() if line.startswith("| ") and "`" in line):
+            for code in re.findall(r"`([^`]*)`", row.split("|")[2]):
+                for call in re.findall(r"(\.?[A-Za-z_][\w.]*)\(", code):
+                    head, _, rest = call.lstrip(".").partition(".")
+                    if head == "ir_datasets":  # the dataset library's own call
+                        continue
+                    if call.startswith("."):  # `.to_ranx()`: the method on both kinds of object
+                        assert all(hasattr(cls, head) for cls in (rb.Run, rb.Qrels)), (page, code)
+                    elif head == "rankbridge":
+                        module, _, attr = call.rpartition(".")
+                        assert hasattr(importlib.import_module(module), attr), (page, code)
+                    elif head in owners:
+                        obj: Any = owners[head]
+                        for part in rest.split("."):
+                            obj = getattr(obj, part)  # AttributeError names what the page calls and is missing
+                    else:
+                        assert hasattr(rankbridge.io, head), (page, code)
+                    checked += 1
+    assert checked >= 30
+
+
 def test_demo_help_counts_the_strategies_the_readme_lists() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     demo = next(p for path, p in _parsers() if path == ("demo",))
