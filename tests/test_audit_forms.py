@@ -80,12 +80,12 @@ def assert_trec_equal(qrels: Any, run: Any, reference: dict[str, float]) -> None
         assert ev.mean[name] == pytest.approx(value, abs=1e-12), name
 
 
-# -- the data: 30 queries, graded labels with 0s, ties, queries only in the qrels or only in the run ---------------
+# -- the data: 30 queries, graded labels with 0s and -1s, ties, queries only in the qrels or only in the run ---------------
 @pytest.fixture(scope="module")
 def data() -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
     rng = random.Random(16)
     docs = [f"D{j}" for j in range(40)]
-    qrels = {str(q): {d: rng.choice([0, 0, 1, 2, 3]) for d in rng.sample(docs, 6)} for q in range(1, 26)}
+    qrels = {str(q): {d: rng.choice([-1, 0, 0, 1, 2, 3]) for d in rng.sample(docs, 6)} for q in range(1, 26)}
     qrels["26"] = {"D1": 0, "D2": 0}  # judged, nothing relevant
     run = {}
     for q in range(4, 31):  # 1-3 are judged and never retrieved; 27-30 are retrieved and never judged
