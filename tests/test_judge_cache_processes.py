@@ -10,6 +10,7 @@ a hang fails the test instead of hanging CI.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -445,3 +446,22 @@ def test_opening_a_new_file_waits_for_a_lock_held_before_wal_mode(kind: Any, tmp
             release.join(DEADLINE)
     finally:
         other.close()
+
+
+def test_a_cache_file_that_cannot_be_written_is_refused_on_opening(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A ready file opens without writing, so SQLite would take a read-only file and fail only on the first
+    # grade stored; the cache refuses it at once, as it did when every opening wrote. (os.access stands in
+    # for chmod, which does not stop root.)
+    path = tmp_path / "c.sqlite"
+    with JudgmentCache(path) as cache:
+        cache.put("q", doc_hash("d"), "m", "p", Grade(1, "kept"))
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: mode != os.W_OK and real_access(p, mode))
+    with pytest.raises(JudgeCacheError) as info:
+        JudgmentCache(path)
+    assert str(info.value) == (
+        f"cannot write the judge cache at {path}: read-only file system (or no write permission) (the file is "
+        "not writable); give another cache path, or no cache (cache=None / --no-cache)"
+    )

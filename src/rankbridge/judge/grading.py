@@ -324,8 +324,9 @@ CREATE TABLE IF NOT EXISTS judgments (
 #: Seconds a writer waits for another process's write lock on the cache before :class:`JudgeCacheError`.
 DEFAULT_CACHE_TIMEOUT = 30.0
 
+_READ_ONLY = "read-only file system (or no write permission)"
 _SQLITE_CAUSES = (
-    (("SQLITE_READONLY", "readonly"), "read-only file system (or no write permission)"),
+    (("SQLITE_READONLY", "readonly"), _READ_ONLY),
     (("SQLITE_CANTOPEN", "unable to open"), "cannot create or open the file (read-only file system or no permission)"),
     (("SQLITE_FULL", "disk is full"), "disk full"),
     (("SQLITE_IOERR", "disk i/o error"), "disk I/O error"),
@@ -348,8 +349,12 @@ def _write_failure(path: str, exc: sqlite3.Error, *, timeout: float, doing: str 
         if found is None:
             return None
         cause = found
+    return _cache_error(path, cause, str(exc), doing)
+
+
+def _cache_error(path: str, cause: str, detail: str, doing: str = "write") -> JudgeCacheError:
     return JudgeCacheError(
-        f"cannot {doing} the judge cache at {path}: {cause} ({exc}); give another cache path, or no cache "
+        f"cannot {doing} the judge cache at {path}: {cause} ({detail}); give another cache path, or no cache "
         "(cache=None / --no-cache)"
     )
 
@@ -407,10 +412,10 @@ class JudgmentCache(_SQLiteFile):
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise JudgeCacheError(
-                    f"cannot write the judge cache at {self.path}: {exc.strerror or exc} (creating its folder); "
-                    "give another cache path, or no cache (cache=None / --no-cache)"
-                ) from None
+                raise _cache_error(self.path, str(exc.strerror or exc), "creating its folder") from None
+            if os.path.exists(self.path) and not os.access(self.path, os.W_OK):
+                # SQLite would open it read-only, and only the first grade stored would fail: refuse it now
+                raise _cache_error(self.path, _READ_ONLY, "the file is not writable")
         try:
             # isolation_level=None: no implicit transactions; every write opens its own BEGIN IMMEDIATE.
             # check_same_thread=False: calls are serialised by self._lock instead.
