@@ -564,3 +564,30 @@ def test_fusion_running_its_members_in_asyncio_is_scored_the_same(golden: Golden
     assert cap.summary()["matched_by_text"] == len(golden)
     assert_equal_to_reference(golden, cap.run, lists)
     assert_equal_to_reference(golden, rb.run_retriever(fusion, golden, progress=False, mode="async"), lists)
+
+
+def test_auto_merging_retriever_scored_on_the_merged_list(golden: GoldenSet) -> None:
+    """Leaves of a ``HierarchicalNodeParser`` retrieved, merged into their parents when enough of them came back:
+    the merged list is scored (parents name their document through ``ref_doc_id`` too), by the runner and by
+    a capture, whose nested leaf retrieval stays out of the run."""
+    from llama_index.core import StorageContext, VectorStoreIndex
+    from llama_index.core.node_parser import HierarchicalNodeParser, get_leaf_nodes
+    from llama_index.core.retrievers import AutoMergingRetriever
+
+    hierarchy = HierarchicalNodeParser.from_defaults(chunk_sizes=[128, 48, 24], chunk_overlap=0)
+    all_nodes = hierarchy.get_nodes_from_documents(_documents(golden))
+    leaves = get_leaf_nodes(all_nodes)
+    storage = StorageContext.from_defaults()
+    storage.docstore.add_documents(all_nodes)
+    leaf_index = VectorStoreIndex(leaves, storage_context=storage, embed_model=_embedding())
+    merging = AutoMergingRetriever(leaf_index.as_retriever(similarity_top_k=10), storage)
+    leaf_ids = {n.node_id for n in leaves}
+    assert any(n.node.node_id not in leaf_ids for q in golden.queries for n in merging.retrieve(q.text))  # merged
+    lists = direct(golden, merging.retrieve)
+    run = rb.run_retriever(merging, golden, progress=False)
+    assert run.config["id_from"] == "ref_doc_id"
+    assert_equal_to_reference(golden, run, lists)
+    with rb.capture(golden) as cap:
+        for q in golden.queries:
+            merging.retrieve(q.text)
+    assert_equal_to_reference(golden, cap.run, lists)
