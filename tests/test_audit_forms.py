@@ -645,6 +645,12 @@ RUN_TABLES_REFUSED: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
         r"row 1, column 'rank': expected a finite rank, found inf",
     ),
     (
+        "rank-twice",
+        {"rank": [2, 1, 2], "query_id": ["q1", "q2", "q1"], "doc_id": ["a", "b", "c"]},
+        {"rank_column": "rank"},
+        r"rows 0 and 2, column 'rank': query 'q1' has rank 2 twice; ranks must differ within a query",
+    ),
+    (
         "fractional-rank",
         {"rank": [1, 2.5, 1]},
         {"rank_column": "rank"},

@@ -289,7 +289,7 @@ def run_from_table(
         ranks = _numbers_column(get(rank_column), rank_column, "rank", integral=True)
         if score_column is not None and score_column in names:
             scores = _numbers_column(get(score_column), score_column, "numeric score", integral=False, missing_ok=True)
-    cols, dropped = _columns(q_codes, q_ids, d_codes, d_ids, scores, ranks)
+    cols, dropped = _columns(q_codes, q_ids, d_codes, d_ids, scores, ranks, rank_column or "rank")
     if dropped and duplicates == "error":
         # the message names the first pair in (query, doc) order, both coded in the order they first appear
         per_row = d_ids if d_codes is None else list(map(d_ids.__getitem__, d_codes.tolist()))
@@ -317,14 +317,16 @@ def _columns(
     d_ids: list[str],
     scores: np.ndarray | None,
     ranks: np.ndarray | None,
+    rank_name: str = "rank",
 ) -> tuple[RunColumns, dict[str, int]]:
     """What :meth:`RunColumns.build` makes of the rows, computed by numpy on the query codes.
 
     Each distinct query id was checked once (:func:`_encoded_ids`) and the doc ids are str: no row is
     looked at again. The rows are grouped by query (a ranked run's by rank, a scored run's in row order),
-    a rank given twice in a query is refused, and a doc repeated within a query is found (on the doc
-    codes by :func:`~rankbridge.metrics.arrays.repeated_rows` when the column was encoded, else by one
-    set per query) and all but its first row dropped (counted per query).
+    a rank given twice in a query is refused (naming both rows and the column ``rank_name``), and a doc
+    repeated within a query is found (on the doc codes by :func:`~rankbridge.metrics.arrays.repeated_rows`
+    when the column was encoded, else by one set per query) and all but its first row dropped (counted
+    per query).
 
     ``d_codes`` None: ``d_ids`` is the doc id of each row; else the distinct ids ``d_codes`` index.
     """
@@ -348,9 +350,10 @@ def _columns(
         same = np.flatnonzero((q_codes[1:] == q_codes[:-1]) & (ranks[1:] == ranks[:-1]))
         if len(same):
             i = int(same[0])
+            row_a, row_b = sorted((int(order[i]), int(order[i + 1])) if order is not None else (i, i + 1))
             raise InputError(
-                f"Run.from_columns: query {q_ids[q_codes[i]]!r} has rank {ranks[i]} twice; "
-                "ranks must differ within a query"
+                f"{_RUN_FEATURE}: rows {row_a} and {row_b}, column {rank_name!r}: query "
+                f"{q_ids[q_codes[i]]!r} has rank {ranks[i]} twice; ranks must differ within a query"
             )
     lengths = np.bincount(q_codes, minlength=len(q_ids))
     offsets = np.zeros(len(q_ids) + 1, dtype=np.int64)
