@@ -1,8 +1,9 @@
 """A drop-in audit on LlamaIndex apps built the usual way: every number checked against pytrec_eval.
 
 The app: the golden set shipped with rankbridge, its passages as ``Document(text, doc_id="lumen/<id>.md")``
-split by ``SentenceSplitter`` (UUID node ids, the document in ``ref_doc_id``), indexed by
-``VectorStoreIndex`` over a local deterministic embedding and by llama-index-retrievers-bm25, queried through
+indexed by ``VectorStoreIndex.from_documents`` with a ``SentenceSplitter`` (UUID node ids, the document in
+``ref_doc_id``) over a local deterministic embedding and by llama-index-retrievers-bm25 over the same docstore
+(and by ``HierarchicalNodeParser`` leaves for auto-merging), queried through
 ``as_retriever``, a ``QueryFusionRetriever``, a ``RetrieverQueryEngine`` with a similarity cut-off and a
 reranker-like postprocessor that reorders without rescoring, a ``SubQuestionQueryEngine`` and a
 ``RouterQueryEngine`` over a scripted LLM, and read back through ``run_retriever``, ``run_app``, live capture
@@ -87,29 +88,30 @@ def _documents(golden: GoldenSet) -> list[Any]:
     ]
 
 
-def _split(golden: GoldenSet) -> list[Any]:
+def _splitter() -> Any:
     from llama_index.core.node_parser import SentenceSplitter
 
-    return SentenceSplitter(chunk_size=24, chunk_overlap=0).get_nodes_from_documents(_documents(golden))
+    return SentenceSplitter(chunk_size=24, chunk_overlap=0)
 
 
 @pytest.fixture(scope="module")
-def nodes(golden: GoldenSet) -> list[Any]:
-    return _split(golden)
-
-
-@pytest.fixture(scope="module")
-def index(nodes: list[Any]) -> Any:
+def index(golden: GoldenSet) -> Any:
     from llama_index.core import VectorStoreIndex
 
-    return VectorStoreIndex(nodes, embed_model=_embedding())
+    return VectorStoreIndex.from_documents(_documents(golden), transformations=[_splitter()], embed_model=_embedding())
 
 
 @pytest.fixture(scope="module")
-def bm25(nodes: list[Any]) -> Any:
+def nodes(index: Any) -> list[Any]:
+    """The chunks the index made (what BM25 and the hierarchy tests index alike)."""
+    return list(index.docstore.docs.values())
+
+
+@pytest.fixture(scope="module")
+def bm25(index: Any) -> Any:
     from llama_index.retrievers.bm25 import BM25Retriever
 
-    return BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=10)
+    return BM25Retriever.from_defaults(docstore=index.docstore, similarity_top_k=10)
 
 
 # -- the reference: the framework's own lists, by hand, scored by pytrec_eval ------------------------
@@ -446,7 +448,7 @@ def test_doc_map_and_remap_ids_give_the_ref_doc_id_run(golden: GoldenSet, bm25: 
 # -- suspicious input is loud ---------------------------------------------------------------------------
 def test_golden_ids_of_another_build_are_refused(golden: GoldenSet, bm25: Any) -> None:
     """A golden set made from the node ids of an earlier build: this build's UUIDs match none of them."""
-    earlier = _split(golden)  # the same documents split again: new UUIDs
+    earlier = _splitter().get_nodes_from_documents(_documents(golden))  # the same documents again: new UUIDs
     old_qrels = {q.id: {n.node_id: 1 for n in earlier if n.ref_doc_id in golden.qrels[q.id]} for q in golden.queries}
     old = GoldenSet(golden.queries, Qrels(old_qrels), name="uuid-golden")
     with pytest.raises(IdMismatchError, match=r"0 of \d+ \(0%\)") as info:
