@@ -14,6 +14,11 @@ one call / (queries x depth)), median over repetitions, in one process:
 * ir_measures ``calc_aggregate`` (its default backends) when installed;
 * bare dict iteration ``for q, d in run.items(): for doc, s in d.items(): pass``.
 
+On the BEIR shape the ranked-list forms are also timed with every list scanned once per judged doc (the
+way they were all ranked before the per-hit lookup), side by side. A last table times the two ways alone
+(``_scanned_hits`` / ``_looked_up_hits``) over a grid of judgments x depth, the measurement behind
+``ranking._by_lookup``'s cost model.
+
 Usage: ``.venv/bin/python benchmarks/bench_growth.py [--sizes 1000,10000,100000,1000000] [--write]``.
 10^6 is skipped when less than 14 GB of memory is available.
 """
@@ -26,6 +31,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -36,6 +42,7 @@ import ranx
 
 import rankbridge
 from _synthetic import command_line, environment, make_beir_dataset, make_dataset, median, table, write_section
+from rankbridge.metrics import ranking
 
 METRICS = ["ndcg@10", "mrr@10", "P@5", "recall@100", "map@100", "hit_rate@10"]
 TREC = {"ndcg_cut_10", "recip_rank", "P_5", "recall_100", "map_cut_100", "success_10"}
@@ -60,10 +67,13 @@ the table above (every form and size), not 10x; the bound is the per-query cost 
 which only compiled code over the dicts would remove (not done: numpy only, no build step). At depth 1,000
 the per-hit work dominates instead: see the `bench_metrics.py` section for that shape.
 
-On the BEIR shape the ranked-list forms (ids, pairs, a Run of Hits) scan each list once per judged doc
-(`operator.countOf` / `indexOf`: cheapest when a query has one or two judgments, as in MS MARCO); with 40
-judgments per query over 100 hits that is the slowest case here. A lookup per hit, as the columnar path
-does, would suit that shape better (not done in this round)."""
+The ranked-list forms (ids, pairs, a Run of Hits) find a query's judged docs one of two ways, chosen per
+query by `ranking._by_lookup`: a scan of the list per judged doc (`operator.countOf` / `indexOf` in C,
+cheapest with a few judgments: the MS MARCO-shaped queries with 1-3, 99.5% of them, are scanned), or one
+lookup per hit in the query's judgments (`dict.pop` on a copy, by C-level `map`, as the columnar path
+does; the pop keeps a repeated doc at its first rank). On the BEIR shape (40 judgments over 100 hits)
+every query is looked up; the table after the targets times the same call with the scan forced, side by
+side."""
 
 
 def available_gb() -> float:
@@ -115,9 +125,29 @@ def bare(run: dict) -> None:
             pass
 
 
-def measure(qrels: dict, run: dict, reps: int, slow_reps: int) -> dict[str, float]:
-    """Median CPU seconds per tool (interleaved repetitions)."""
+def scanned(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` with every ranked list scanned once per judged doc (as before the per-hit lookup)."""
+
+    def call() -> Any:
+        chosen = ranking._by_lookup
+        ranking._by_lookup = lambda n_judged, lengths: np.zeros(len(n_judged), dtype=bool)
+        try:
+            return fn()
+        finally:
+            ranking._by_lookup = chosen
+
+    return call
+
+
+SCANNED = ("ranked ids", "(id, score) lists", "Run", "ranked ids, check_ids=False", "Run, check_ids=False")
+
+
+def measure(qrels: dict, run: dict, reps: int, slow_reps: int, with_scan: bool = False) -> dict[str, float]:
+    """Median CPU seconds per tool (interleaved repetitions); ``with_scan``: also the forms scanned."""
     fns = tools(qrels, run)
+    if with_scan:
+        for form in SCANNED:
+            fns[f"rankbridge, {form}, scan forced"] = scanned(fns[f"rankbridge, {form}"])
     fns["bare dict iteration"] = lambda: bare(run)
     # Two passes every evaluation from dicts makes, timed alone: the floor of this design in Python.
     fns["floor: sorted(qrels ids)"] = lambda: sorted(qrels)
@@ -137,6 +167,45 @@ def measure(qrels: dict, run: dict, reps: int, slow_reps: int) -> dict[str, floa
             times[name].append(time.process_time() - c0)
         print(f"  rep {rep + 1} done", file=sys.stderr)
     return {k: median(v) for k, v in times.items() if v}
+
+
+def crossover(reps: int) -> tuple[list[int], list[int], dict[tuple[int, int], tuple[float, float, bool]]]:
+    """CPU ns per query of the scan and the lookup alone, and the model's choice, per (judgments, depth).
+
+    Synthetic lists of distinct ids with about a third of the judged docs retrieved (as in the BEIR shape),
+    each cell ~200,000 list entries; the two ways interleaved, medians.
+    """
+    rng = np.random.default_rng(0)
+    judgments, depths = [1, 2, 4, 8, 16, 40], [10, 100, 1000]
+    out = {}
+    for depth in depths:
+        for n_j in judgments:
+            n_q = max(50, 200_000 // depth)
+            lists, jud = [], []
+            for _ in range(n_q):
+                ids = [f"MED-{d}" for d in rng.choice(10 * (depth + n_j), size=depth + n_j, replace=False).tolist()]
+                ranked, judged = ids[:depth], ids[depth:]
+                for j in rng.choice(depth, size=min(depth, max(1, n_j // 3)), replace=False).tolist():
+                    ranked[j] = judged[j % n_j]
+                lists.append(list(dict.fromkeys(ranked)))
+                jud.append({d: int(x) for d, x in zip(judged, rng.integers(0, 3, n_j).tolist(), strict=True)})
+            lengths = np.fromiter(map(len, lists), dtype=np.int64, count=n_q)
+            n_judged = np.full(n_q, n_j, dtype=np.int64)
+            owners = np.arange(n_q)
+            ways = {
+                "scan": partial(ranking._scanned_hits, lists, jud, n_judged, owners),
+                "lookup": partial(ranking._looked_up_hits, lists, jud, n_judged, lengths, owners),
+            }
+            times: dict[str, list[float]] = {k: [] for k in ways}
+            for _ in range(reps):
+                for name, fn in ways.items():
+                    c0 = time.process_time()
+                    fn()
+                    times[name].append(time.process_time() - c0)
+            chosen = bool(ranking._by_lookup(n_judged[:1], lengths[:1])[0])
+            out[(n_j, depth)] = (median(times["scan"]) / n_q * 1e9, median(times["lookup"]) / n_q * 1e9, chosen)
+        print(f"  crossover, depth {depth} done", file=sys.stderr)
+    return judgments, depths, out
 
 
 def main() -> None:
@@ -168,11 +237,35 @@ def main() -> None:
     qrels, run = make_beir_dataset()
     label = "BEIR shape, 300 q x 100, graded"
     print(label, file=sys.stderr)
-    results[label] = measure(qrels, run, args.reps * 2, args.reps)
+    results[label] = measure(qrels, run, args.reps * 2, args.reps, with_scan=True)
     hits[label] = sum(map(len, run.values()))
     columns.append(label)
+    beir = results[label]
+    scan_rows = [
+        [
+            form,
+            f"{beir[f'rankbridge, {form}'] * 1e9 / hits[label]:,.0f}",
+            f"{beir[f'rankbridge, {form}, scan forced'] * 1e9 / hits[label]:,.0f}",
+            f"{beir['pytrec_eval'] / beir[f'rankbridge, {form}']:.2f}x",
+            f"{beir['pytrec_eval'] / beir[f'rankbridge, {form}, scan forced']:.2f}x",
+        ]
+        for form in SCANNED
+    ]
+    judgments, depths, grid = crossover(max(3, args.reps * 2))
+    grid_rows = [
+        [
+            str(n_j),
+            *(
+                f"{grid[n_j, d][0]:,.0f} / {grid[n_j, d][1]:,.0f}, {'lookup' if grid[n_j, d][2] else 'scan'}"
+                + ("" if (grid[n_j, d][1] < grid[n_j, d][0]) == grid[n_j, d][2] else " (the other was cheaper)")
+                for d in depths
+            ),
+        ]
+        for n_j in judgments
+    ]
+    misses = sum((v[1] < v[0]) != v[2] for v in grid.values())
 
-    names = list(next(iter(results.values())))
+    names = [n for n in next(iter(results.values())) if not n.endswith("scan forced")]
     rows = [[name] + [f"{results[c][name] * 1e9 / hits[c]:,.0f}" for c in columns] for name in names]
     ratio_rows = []
     speedups = [results[c]["pytrec_eval"] / results[c][n] for n in names if n.startswith("rankbridge") for c in columns]
@@ -198,6 +291,16 @@ def main() -> None:
             "dict iteration. Each cell: pytrec_eval time / rankbridge time, then rankbridge time / bare time.",
             table(["form", *columns], ratio_rows),
             ("Skipped: " + "; ".join(skipped)) if skipped else "",
+            f"{label}, the ranked-list forms with each query's way chosen (as above) and with every list "
+            "scanned once per judged doc (the code before the per-hit lookup), in the same repetitions: CPU ns "
+            "per query-hit, then pytrec_eval time / rankbridge time.",
+            table(
+                ["form", "chosen", "scan forced", "vs pytrec_eval, chosen", "vs pytrec_eval, scan forced"], scan_rows
+            ),
+            "The two ways alone (`ranking._scanned_hits` / `_looked_up_hits` on synthetic lists, a third of the "
+            "judged docs retrieved): CPU ns per query, scan / lookup, then the way `_by_lookup` picks; "
+            f"it picks the cheaper one in {len(grid) - misses} of {len(grid)} cells.",
+            table(["judgments per query", *(f"depth {d}" for d in depths)], grid_rows),
             NOTES.format(lo=min(speedups), hi=max(speedups)),
         ]
     )

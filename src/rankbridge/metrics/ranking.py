@@ -645,8 +645,8 @@ def _ranked_hits(results: list[Any], judged: list[dict[str, int]], n_judged: np.
 #: Which way is cheaper, in units of one string comparison of a scan (C, mostly a length and a few
 #: bytes): a scan costs one per hit and judged doc plus _SCAN_CALL per judged doc; a lookup about
 #: _LOOKUP_HIT per hit (it hashes each hit's str, a lookup and a pop). Fitted on 10..1,000 hits x 1..40
-#: judgments per query (bench_growth.py's crossover table): from about 5 judgments on a lookup is
-#: cheaper, at any depth; MS MARCO's 1-2 judgments are scanned.
+#: judgments per query (bench_growth.py's crossover table): a lookup is cheaper from 4-8 judgments on
+#: (the model: 4 at depth 10, 5 at depth 100 and more); MS MARCO's 1-2 judgments are scanned.
 _SCAN_CALL = 6
 _LOOKUP_HIT = 5
 
