@@ -80,7 +80,7 @@ def assert_trec_equal(qrels: Any, run: Any, reference: dict[str, float]) -> None
         assert ev.mean[name] == pytest.approx(value, abs=1e-12), name
 
 
-# -- the data: 30 queries, graded labels with 0s and -1s, ties, queries only in the qrels or only in the run ---------------
+# -- the data: 30 queries, graded labels with 0s and -1s, ties, queries only in the qrels or only in the run -----------
 @pytest.fixture(scope="module")
 def data() -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
     rng = random.Random(16)
@@ -926,6 +926,47 @@ def test_readme_shell_commands_print_trec_evals_numbers(
 
 def _blocks(page: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", (ROOT / "docs" / page).read_text(encoding="utf-8"), flags=re.S)
+
+
+def test_capture_md_blocks_run_on_a_langchain_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    monkeypatch.chdir(tmp_path)
+    corpus = {"d1": "Scurvy is caused by a lack of vitamin C.", "d2": "Bread is made from flour and yeast."}
+    golden = rb.GoldenSet(
+        [rb.Query("q1", "What causes scurvy?"), rb.Query("q2", "How is bread made?")],
+        rb.Qrels({"q1": {"d1": 1}, "q2": {"d2": 1}}),
+        corpus={d: {"text": t} for d, t in corpus.items()},
+    )
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+    store.add_documents([Document(page_content=t, metadata={"doc_id": d}) for d, t in corpus.items()])
+    retriever = store.as_retriever(search_kwargs={"k": 2})
+
+    class App:  # the page's `app`: any code that retrieves through a framework
+        def handle(self, question: str) -> Any:
+            return retriever.invoke(question)
+
+    class Grader(FakeListChatModel):  # a chat model that names its model, as a real one does
+        model_name: str = "scripted-grader@temperature=0"
+
+    space: dict[str, Any] = {
+        "golden": golden,
+        "app": App(),
+        "question": "What causes scurvy?",
+        "qrels": golden.qrels,
+        "chat_model": Grader(responses=['{"reason": "on topic", "grade": 2}'] * 10),
+    }
+    for i, block in enumerate(_blocks("capture.md")):
+        exec(compile(block, f"capture.md python block {i + 1}", "exec"), space)
+    cap = space["cap"]
+    assert cap.summary()["matched_by_text"] == 1 and cap.run.ranking("q1")[0] in corpus  # ids from metadata
+    assert read_run(tmp_path / "captured.run").ranking("q1") == cap.run.ranking("q1")
+    assert (tmp_path / "history.sqlite").is_file()
+    assert space["grades"].qrels.to_dict() == {"q1": dict.fromkeys(cap.run.ranking("q1"), 2)}
 
 
 def test_ray_md_merge_recipe_equals_one_evaluate(data: Any) -> None:
