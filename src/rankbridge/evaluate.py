@@ -544,10 +544,20 @@ def _cached_table(
     key = ("table", id(qrels), query_ids, single_precision)
     hit = run_obj._cache.get(key)
     if hit is not None and hit[0] is qrels:
+        run_obj._cache[key] = run_obj._cache.pop(key)  # the newest again: kept the longest
         return hit[1]  # type: ignore[no-any-return]
     table = convert_checked(qrels._data, data, query_ids, single_precision, order)
+    # Plain-dict qrels get a new wrapper each call, so a Run evaluated in a loop would keep one table per
+    # call: keep the newest few only (memory bounded; the same Qrels object evaluated again still hits).
+    tables = [k for k in run_obj._cache if type(k) is tuple and k[:1] == ("table",)]
+    for old in tables[: max(0, len(tables) - _TABLES_KEPT + 1)]:
+        del run_obj._cache[old]
     run_obj._cache[key] = (qrels, table)
     return table
+
+
+#: Hit tables one Run keeps (for the last qrels objects it was evaluated against).
+_TABLES_KEPT = 4
 
 
 # --------------------------------------------------------------------------------------------------
