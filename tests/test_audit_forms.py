@@ -601,6 +601,26 @@ def test_comma_separated_ids_in_a_text_cell_are_warned_about(tmp_path: Path) -> 
         golden_from_rows([{"question": "a", "relevant_ids": ["d1,d2"]}, {"question": "b", "relevant_ids": '["x,y"]'}])
 
 
+def test_golden_warnings_point_at_the_callers_line(tmp_path: Path) -> None:
+    # before: a fixed stacklevel named a frame past the caller (`sys`) or inside rankbridge (io/golden.py)
+    pytest.importorskip("rapidfuzz")
+    path = _write(tmp_path / "golden.csv", 'question,relevant_ids\nhi,"d1,d2"\nho,\n')
+    calls = [
+        lambda: read_golden_csv(path),
+        lambda: read_golden(path),
+        lambda: golden_from_rows([{"question": "a", "relevant_ids": ""}, {"question": "b", "relevant_ids": "x"}]),
+        lambda: golden_from_ragas([{"user_input": "x?", "reference_contexts": ["nothing alike"]}], {"d1": "a"}),
+        lambda: read_golden([{"user_input": "x?", "reference_contexts": []}], corpus={"d1": "a"}),
+    ]
+    for call in calls:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        assert caught and {w.filename for w in caught} == {__file__}, [
+            (w.filename, str(w.message)[:60]) for w in caught
+        ]
+
+
 RUN_TABLES_REFUSED: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
     (
         "nan-score",

@@ -49,6 +49,7 @@ __all__ = [
     "plain_suffix",
     "read_text",
     "unicode_space",
+    "user_stacklevel",
 ]
 
 #: The encoding every reader opens text with: UTF-8, skipping a byte-order mark at the start of the file.
@@ -62,6 +63,20 @@ _LABEL_MIN, _LABEL_MAX = -(2**63), 2**63 - 1
 _ASCII_INT = re.compile(r"[+-]?[0-9]+")
 # what str.split() splits on besides the ASCII space, tab, CR, LF, VT and FF that trec_eval splits on
 _OTHER_SPACE = re.compile(r"[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of a warning about the caller's data: the first frame outside rankbridge.
+
+    Readers are reached through wrappers (``read_golden``, the keyword check) at different depths, so a
+    fixed ``stacklevel`` named a frame inside rankbridge on one path and none at all on another.
+    """
+    frame = sys._getframe(1)  # the function about to warn: stacklevel 1
+    level = 1
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "rankbridge":
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def clip(value: object, limit: int = QUOTE_LIMIT) -> str:

@@ -57,7 +57,7 @@ from rankbridge.errors import (
     ParseError,
     UnmatchedContextsWarning,
 )
-from rankbridge.io._open import names, plain_suffix
+from rankbridge.io._open import names, plain_suffix, user_stacklevel
 from rankbridge.io.tables import (
     _csv_rows,
     _jsonl_rows,
@@ -401,7 +401,7 @@ def golden_from_ragas(
         message = _describe_unmatched(match)
         if unmatched == "error":
             raise ContextMatchError(message, match)
-        warnings.warn(UnmatchedContextsWarning(message, match), stacklevel=2)
+        warnings.warn(UnmatchedContextsWarning(message, match), stacklevel=user_stacklevel())
     else:  # every context matched; a row that had none is still not judged, which is said as the table readers say it
         golden = match.golden
         unjudged = [q.id for q in golden.queries if q.id not in golden.qrels]
@@ -411,7 +411,7 @@ def golden_from_ragas(
                     f"{len(unjudged)} of {len(golden.queries)} questions have no reference contexts and are not "
                     f"judged (kept in golden.queries): {_listed(list(map(repr, unjudged)))}"
                 ),
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
     return match.golden
 

@@ -81,6 +81,7 @@ from rankbridge.io._open import (
     open_text,
     parse_label,
     plain_suffix,
+    user_stacklevel,
 )
 from rankbridge.types import GoldenSet, Qrels, Query
 
@@ -763,7 +764,7 @@ def _build(
                     f"{source}: {len(unjudged)} of {len(queries)} questions have no relevant ids and are not "
                     f"judged (kept in golden.queries): {_listed(unjudged)}"
                 ),
-                stacklevel=5,  # the frame it named before the readers' keyword check (io._keywords) wrapped them
+                stacklevel=user_stacklevel(),
             )
     if comma_cells:
         warnings.warn(
@@ -772,7 +773,7 @@ def _build(
                 f"read as one id (ids in a text cell are separated by ';', d1;d2, or written as a JSON array): "
                 f"{_listed(comma_cells)}"
             ),
-            stacklevel=5,
+            stacklevel=user_stacklevel(),
         )
     return GoldenSet(queries, out_qrels, corpus=coerce_corpus(corpus, source=f"{name}/corpus"), name=name)
 
