@@ -446,6 +446,12 @@ REFUSED_FILES: list[tuple[str, str, Any, str]] = [
         r"run\.jsonl:1: missing field 'hits' \(found fields: query_id, doc_id, score\)",
     ),
     (
+        "run-jsonl-id-key",
+        "run.jsonl",
+        '{"query_id": "q1", "hits": [{"doc_id": "d0"}, {"id": "d1", "score": 1}]}\n',
+        r"run\.jsonl:1: missing field 'doc_id' in hits\[1\] \(found fields: id, score\)",
+    ),
+    (
         "qrels-jsonl-label-key",
         "qrels.jsonl",
         '{"query_id": "q1", "doc_id": "d1", "label": 1}\n',

@@ -44,9 +44,10 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
         yield from jsonl_objects(fh, path)
 
 
-def _field(obj: Mapping[str, Any], key: str, src: str, lineno: int) -> Any:
+def _field(obj: Mapping[str, Any], key: str, src: str, lineno: int, where: str = "") -> Any:
     if key not in obj:
-        raise ParseError(f"missing field {key!r} (found fields: {names(obj)})", source=src, line=lineno)
+        at = f" in {where}" if where else ""
+        raise ParseError(f"missing field {key!r}{at} (found fields: {names(obj)})", source=src, line=lineno)
     return obj[key]
 
 
@@ -86,7 +87,7 @@ def _hit(h: Any, i: int, src: str, lineno: int) -> Hit:
         if type(h) is str or type(h) is int:
             return Hit(_id(h, "doc id", f"hits[{i}]", src, lineno))
         raise _wrong_type(f"hits[{i}]", "an object with a 'doc_id' (or a doc id)", h, src, lineno)
-    doc = _id(_field(h, "doc_id", src, lineno), "doc id", f"hits[{i}].doc_id", src, lineno)
+    doc = _id(_field(h, "doc_id", src, lineno, f"hits[{i}]"), "doc id", f"hits[{i}].doc_id", src, lineno)
     score = h.get("score")
     if score is not None and not (type(score) is float and -_INF < score < _INF):
         try:
