@@ -125,7 +125,7 @@ def test_run_dicts_and_trec_files_with_bom_crlf_tabs(data: Any, reference: Any, 
     assert read_qrels(qrels_file).to_dict() == qrels
     assert_trec_equal(read_qrels(qrels_file), read_run(run_file), reference)
     assert_trec_equal(rb.load_qrels(qrels_file), rb.load_run(run_file), reference)
-    # the same files with one repeated line: the line-by-line reader (not the bulk one) reads the rest
+    # with a comment line at the end, the line-by-line reader (not the bulk one) reads the file: the same numbers
     run_file.write_text("".join(_trec_lines(run)) + "# a comment\n", encoding="utf-8")
     assert_trec_equal(qrels, read_run(run_file), reference)
 
@@ -209,10 +209,6 @@ def test_table_from_arrays_row_without_judgments_is_not_averaged_in() -> None:
 
 
 # -- golden sets in every form: the qrels they give, scored as pytrec_eval scores the dicts ------------------------
-def _rows(qrels: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
-    return [{"id": q, "question": f"question {q}?", "labels": labels} for q, labels in qrels.items()]
-
-
 def test_golden_csv_with_bom_crlf_spaces_and_json_cells(data: Any, reference: Any, tmp_path: Path) -> None:
     qrels, run = data
     path = tmp_path / "golden.csv"
