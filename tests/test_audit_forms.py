@@ -169,6 +169,12 @@ def test_run_tables_pandas_pyarrow_parquet(data: Any, reference: Any, tmp_path: 
     from_parquet = read_run_parquet(tmp_path / "bm25.parquet")
     assert from_parquet.name == "bm25"
     assert_trec_equal(qrels, from_parquet, reference)
+    # a dataset folder partitioned by query (the partition column comes back dictionary-encoded)
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_to_dataset(
+        pa.Table.from_pandas(df.astype({"query_id": str})), tmp_path / "runs", partition_cols=["query_id"]
+    )
+    assert_trec_equal(qrels, read_run_parquet(tmp_path / "runs"), reference)
     # scores as float32 (what an embedding index returns) and query ids as str: the same ranking
     f32 = df.astype({"query_id": str, "score": "float32"})
     assert_trec_equal(qrels, f32, reference)
