@@ -234,6 +234,7 @@ class _Bar:
     def __init__(self, enabled: bool, total: int, done: int, name: str) -> None:
         self._progress: Any = None
         self._task: Any = None
+        self.shown = False  # read per query: without a bar, the recorder makes no call to advance it
         if not enabled:
             return
         try:  # lazy: rich is an extra, needed only for a bar on a terminal
@@ -254,6 +255,7 @@ class _Bar:
         )
         self._task = self._progress.add_task(name, total=total, completed=done, failed=0)
         self._progress.start()
+        self.shown = True
 
     def advance(self, failed: int) -> None:
         if self._progress is not None:
@@ -357,7 +359,8 @@ class _Recorder:
             if notes:
                 obj["notes"] = notes
             self._write(obj)
-        self.bar.advance(self.failed)
+        if self.bar.shown:
+            self.bar.advance(self.failed)
 
     def _final(self, qid: str, failure: Failure, latency: float) -> None:
         message = failure.message
