@@ -1,6 +1,7 @@
 """Runner benchmarks: per-query overhead on an instant retriever, and throughput on a 50 ms one.
 
-Run:  .venv/bin/python benchmarks/bench_runner.py [--quick]
+Run:  .venv/bin/python benchmarks/bench_runner.py [--quick] [--only llamaindex,langchain] [--queries N] [--repeats R]
+      .venv/bin/python benchmarks/bench_runner.py --calls   (cProfile call counts per query, all threads)
 
 1. Overhead: the runner (default settings, no progress bar) over a retriever that returns 10 hits
    instantly, minus calling that retriever directly in a loop; per query, median of repeats. The same on
@@ -9,15 +10,23 @@ Run:  .venv/bin/python benchmarks/bench_runner.py [--quick]
 2. Throughput: 1,000 queries, a retriever that sleeps 50 ms per call, concurrency 32; ideal
    1000 * 0.05 / 32 = 1.5625 s. Sync (thread) and async retrievers through the runner, and LangChain's
    ``abatch(max_concurrency=32)`` over equivalent LangChain retrievers (when langchain-core is installed).
+3. ``--calls``: how many Python-level calls one query makes through ``run_retriever`` at concurrency 1 on
+   the LlamaIndex and LangChain stubs (cProfile in every thread, 1,000 queries): rankbridge's own
+   functions, the calls made from rankbridge code, and everything. Counts are deterministic, so they show
+   what a change removed where the timings on a shared machine move by more than the change.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
+import functools
 import os
+import pstats
 import statistics
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -145,9 +154,22 @@ def paired_overheads(
     return rows
 
 
-def overhead(n: int, repeats: int) -> list[Row]:
+#: The sections of the overhead table (``--only``).
+SECTIONS = ("plain", "llamaindex", "langchain", "throughput")
+
+
+def overhead(n: int, repeats: int, only: tuple[str, ...] = SECTIONS) -> list[Row]:
     queries = {f"q{i}": f"query {i}" for i in range(n)}
     texts = list(queries.values())
+    rows: list[Row] = _plain_rows(n, repeats, queries, texts) if "plain" in only else []
+    if "llamaindex" in only:
+        rows += _llamaindex_rows(n, repeats, queries, texts)
+    if "langchain" in only:
+        rows += _langchain_rows(n, repeats, queries, texts)
+    return rows
+
+
+def _plain_rows(n: int, repeats: int, queries: dict[str, str], texts: list[str]) -> list[Row]:
     stub = Instant()
     rows = paired_overheads(
         n,
@@ -176,25 +198,50 @@ def overhead(n: int, repeats: int) -> list[Row]:
         ],
     )
     rows[0] = ("instant stub: " + rows[0][0], *rows[0][1:])
-    return rows + _llamaindex_rows(n, repeats, queries, texts) + _langchain_rows(n, repeats, queries, texts)
+    return rows
 
 
-def _llamaindex_rows(n: int, repeats: int, queries: dict[str, str], texts: list[str]) -> list[Row]:
+def _llamaindex_stub() -> Any:
+    """A LlamaIndex ``BaseRetriever`` returning ten ``NodeWithScore`` instantly (None without llama-index-core)."""
     try:
         from llama_index.core.base.base_retriever import BaseRetriever
-        from llama_index.core.evaluation import RetrieverEvaluator
         from llama_index.core.schema import NodeWithScore, TextNode
     except ImportError:
-        print("llama-index-core not installed: skipping the LlamaIndex comparison", file=sys.stderr)
-        return []
-
+        print("llama-index-core not installed: skipping the LlamaIndex rows", file=sys.stderr)
+        return None
     nodes = [NodeWithScore(node=TextNode(id_=f"d{i}", text=f"text {i}"), score=1.0 - i / 10) for i in range(10)]
 
     class LIStub(BaseRetriever):
         def _retrieve(self, query_bundle: Any) -> list[NodeWithScore]:
             return nodes
 
-    li = LIStub()
+    return LIStub()
+
+
+def _langchain_stub() -> Any:
+    """A LangChain ``BaseRetriever`` returning ten ``Document`` instantly (None without langchain-core)."""
+    try:
+        from langchain_core.callbacks import CallbackManagerForRetrieverRun
+        from langchain_core.documents import Document
+        from langchain_core.retrievers import BaseRetriever
+    except ImportError:
+        print("langchain-core not installed: skipping the LangChain rows", file=sys.stderr)
+        return None
+    docs = [Document(page_content=h.text or "", id=h.doc_id) for h in HITS]
+
+    class LCStub(BaseRetriever):
+        def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Any]:
+            return docs
+
+    return LCStub()
+
+
+def _llamaindex_rows(n: int, repeats: int, queries: dict[str, str], texts: list[str]) -> list[Row]:
+    li = _llamaindex_stub()
+    if li is None:
+        return []
+    from llama_index.core.evaluation import RetrieverEvaluator
+
     evaluator = RetrieverEvaluator.from_metric_names(["mrr", "hit_rate"], retriever=li)
     li_rows = paired_overheads(
         n,
@@ -220,20 +267,9 @@ def _llamaindex_rows(n: int, repeats: int, queries: dict[str, str], texts: list[
 
 
 def _langchain_rows(n: int, repeats: int, queries: dict[str, str], texts: list[str]) -> list[Row]:
-    try:
-        from langchain_core.callbacks import CallbackManagerForRetrieverRun
-        from langchain_core.documents import Document
-        from langchain_core.retrievers import BaseRetriever
-    except ImportError:
-        print("langchain-core not installed: skipping the LangChain overhead rows", file=sys.stderr)
+    lc = _langchain_stub()
+    if lc is None:
         return []
-    docs = [Document(page_content=h.text or "", id=h.doc_id) for h in HITS]
-
-    class LCStub(BaseRetriever):
-        def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Any]:
-            return docs
-
-    lc = LCStub()
     rows = paired_overheads(
         n,
         repeats,
@@ -248,6 +284,57 @@ def _langchain_rows(n: int, repeats: int, queries: dict[str, str], texts: list[s
     )
     rows[0] = ("LangChain stub: " + rows[0][0], *rows[0][1:])
     return rows
+
+
+def call_counts(n: int = 1000) -> list[tuple[str, float, float, float]]:
+    """Per query through ``run_retriever`` at concurrency 1, cProfile in every thread (the engine's workers
+    too): (label, calls of rankbridge's functions, calls made from rankbridge code, all calls)."""
+    rows: list[tuple[str, float, float, float]] = []
+    queries = {f"q{i}": f"query {i}" for i in range(n)}
+    for label, stub in [
+        ("LlamaIndex stub (10 NodeWithScore)", _llamaindex_stub()),
+        ("LangChain stub (10 Documents)", _langchain_stub()),
+    ]:
+        if stub is None:
+            continue
+        run_retriever(stub, queries, k=10, concurrency=1, progress=False)  # types learned, copies made
+        stats = _profiled(functools.partial(run_retriever, stub, queries, k=10, concurrency=1, progress=False))
+        ours = mine = every = 0
+        for (path, _line, _name), (_cc, calls, _tt, _ct, callers) in stats.stats.items():  # type: ignore[attr-defined]
+            every += calls
+            ours += calls if _is_ours(path) else 0
+            mine += sum(c[1] for (caller, _l, _n), c in callers.items() if _is_ours(caller))
+        rows.append((label, ours / n, mine / n, every / n))
+    return rows
+
+
+def _is_ours(path: str) -> bool:
+    return f"{os.sep}rankbridge{os.sep}" in path
+
+
+def _profiled(fn: Callable[[], Any]) -> pstats.Stats:
+    """cProfile statistics of ``fn()`` over every thread it starts (``threading.Thread.run`` profiled)."""
+    profiles: list[cProfile.Profile] = []
+    original = threading.Thread.run
+
+    def run(self: threading.Thread) -> None:
+        profile = cProfile.Profile()
+        profiles.append(profile)
+        profile.enable()
+        try:
+            original(self)
+        finally:
+            profile.disable()
+
+    main = cProfile.Profile()
+    threading.Thread.run = run  # type: ignore[method-assign]
+    try:
+        main.enable()
+        fn()
+        main.disable()
+    finally:
+        threading.Thread.run = original  # type: ignore[method-assign]
+    return pstats.Stats(main, *profiles)
 
 
 def throughput(n: int, delay: float, concurrency: int, repeats: int) -> list[tuple[str, float]]:
@@ -293,25 +380,48 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer queries and repeats (a smoke run)")
     parser.add_argument("--write", action="store_true", help="replace the runner section of docs/benchmarks.md")
+    parser.add_argument(
+        "--only", default=",".join(SECTIONS), help=f"comma-separated sections to run, of {', '.join(SECTIONS)}"
+    )
+    parser.add_argument("--queries", type=int, help="queries per run (default 5000; --quick 2000)")
+    parser.add_argument("--repeats", type=int, help="paired repeats (default 9; --quick 3)")
+    parser.add_argument("--calls", action="store_true", help="print cProfile call counts per query and stop")
     args = parser.parse_args()
+    if args.calls:
+        print("| calls per query, concurrency 1 | rankbridge functions | calls from rankbridge code | all calls |")
+        print("| --- | ---: | ---: | ---: |")
+        for label, ours, mine, every in call_counts():
+            print(f"| {label} | {ours:.1f} | {mine:.1f} | {every:.1f} |")
+        return
+    only = tuple(x.strip() for x in args.only.split(",") if x.strip())
+    if set(only) - set(SECTIONS):
+        parser.error(f"--only: unknown section(s) {sorted(set(only) - set(SECTIONS))}; choose from {SECTIONS}")
     n, repeats = (2000, 3) if args.quick else (5000, 9)
+    n, repeats = args.queries or n, args.repeats or repeats
+    if args.write and (set(only) != set(SECTIONS) or args.queries or args.repeats):
+        parser.error("--write replaces the whole runner section: run every section with the default sizes")
     out: list[str] = []
 
     def say(line: str) -> None:
         print(line)
         out.append(line)
 
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     say(f"Python {sys.version.split()[0]}; overhead over {n} queries, median of {repeats} paired runs")
+    say(f"(load average at the start {load})")
     say("")
     say("| what | wall µs / query | CPU µs / query |")
     say("| --- | ---: | ---: |")
-    rows = overhead(n, repeats)
+    rows = overhead(n, repeats, only)
     for label, wall, cpu in rows:
         say(f"| {label} | {wall:.1f} | {cpu:.1f} |")
     runner_rows = [(cpu, label) for label, _, cpu in rows if "run_retriever overhead" in label]
-    worst, worst_label = max(runner_rows)
-    say("")
-    say(f"Largest CPU overhead of the runner over these forms: {worst:.1f} µs per query ({worst_label}).")
+    if runner_rows:
+        worst, worst_label = max(runner_rows)
+        say("")
+        say(f"Largest CPU overhead of the runner over these forms: {worst:.1f} µs per query ({worst_label}).")
+    if "throughput" not in only:
+        return
     delay, conc, nq = 0.05, 32, 1000
     ideal = nq * delay / conc
     reps = 1 if args.quick else 3
