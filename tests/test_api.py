@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import rankbridge as rb
-from rankbridge.errors import InputError
+from rankbridge.errors import InputError, RunCoverageWarning
 
 
 def test_all_is_sorted_and_importable() -> None:
@@ -75,7 +75,8 @@ def test_hit_table_input_skips_conversion() -> None:
 
 
 def test_empty_run_scores_zero_without_exception() -> None:
-    ev = rb.evaluate({"q": {"a": 1}}, {}, ["ndcg@10", "mrr"])
+    with pytest.warns(RunCoverageWarning, match=r"1 of the 1 queries evaluated are missing from the run"):
+        ev = rb.evaluate({"q": {"a": 1}}, {}, ["ndcg@10", "mrr"])  # an empty run: loud, not an exception
     assert ev.mean == {"ndcg@10": 0.0, "mrr": 0.0}
     assert ev.missing == ("q",)
 

@@ -480,7 +480,9 @@ def test_most_questions_failing_is_loud_and_failures_score_zero(golden: GoldenSe
             rb.run_retriever(target, golden, progress=False, **options)
         kept = rb.run_retriever(target, golden, progress=False, keep_going=True, **options)
         assert_scores(golden, kept, ok)  # the failed ones score 0
-    ran = rb.run_app(chain_over(Flaky()), golden)
+    with pytest.raises(RetrievalError, match=r"11 of 16 queries failed with the same error.*ConnectionError"):
+        rb.run_app(chain_over(Flaky()), golden)  # run_app refuses such a run as run_retriever does
+    ran = rb.run_app(chain_over(Flaky()), golden, keep_going=True)
     assert ran.config["failures"] == {"error": 11}
     ev = rb.evaluate(golden, ran, METRICS)
     assert len(ev.failed) == 11 and "11 failed" in ev.summary()

@@ -31,7 +31,7 @@ pytrec_eval = pytest.importorskip("pytrec_eval")
 import rankbridge as rb  # noqa: E402
 from rankbridge import GoldenSet, IdMismatchError, Qrels, RetrievalError, Run  # noqa: E402
 from rankbridge.demo import TrigramEmbedding, demo_golden_set  # noqa: E402
-from rankbridge.evaluate import IdMismatchWarning  # noqa: E402
+from rankbridge.evaluate import IdMismatchWarning, RunCoverageWarning  # noqa: E402
 from rankbridge.idmatch import check_run, remap_ids  # noqa: E402
 from rankbridge.retriever import content_hash  # noqa: E402
 
@@ -500,7 +500,8 @@ def test_a_capture_where_most_retrievals_failed_says_so(golden: GoldenSet, bm25:
             except ConnectionError:
                 raised += 1  # the app still gets its own error
     assert raised == cap.summary()["errors"] == 25
-    ev = rb.evaluate(golden, cap.run, ["ndcg@10"])
+    with pytest.warns(RunCoverageWarning, match=r"25 of the 30 judged queries of the run 'capture' failed"):
+        ev = rb.evaluate(golden, cap.run, ["ndcg@10"])  # a run that mostly failed: a warning with the counts
     assert len(ev.failed) == 25 and ev.num_queries == 5
     assert any("left out of the means" in n and "missing='zero'" in n for n in ev.notes)
     assert "warning: queries whose retrieval failed" in ev.summary()

@@ -66,7 +66,10 @@ one the app answered *without retrieving* (``"invalid result: the app answered w
 answer is kept). A failed retrieval inside a call that still answered is an error too. Questions are asked
 through :mod:`rankbridge.batch` and not retried (an answer costs the app's LLM calls);
 ``run.config["failures"]`` counts the failures by kind. Errors score 0 in :func:`~rankbridge.evaluate`.
-The capture is detached when the function returns or raises.
+When more than half the questions (and at least 5) failed with the same error -- an unreachable vector
+store, an LLM quota -- the run is refused as :func:`rankbridge.run_retriever` refuses it: a
+:class:`~rankbridge.RetrievalError` names the error and carries the run as ``.run``; ``keep_going=True``
+returns such a run. The capture is detached when the function returns or raises.
 
 Only retrievals made through LlamaIndex or LangChain are seen (their callback systems carry the question
 id); an app that retrieves otherwise has nothing to capture.
@@ -101,7 +104,7 @@ from typing import TYPE_CHECKING, Any, Literal
 # runner imports this module too (run_retriever hands an app to run_app): both import the other as a module,
 # so either may be loaded first
 from rankbridge import batch, frameworks, runner
-from rankbridge.capture import _resolve_items, capture, query_id
+from rankbridge.capture import capture, query_id
 from rankbridge.errors import IdMismatchError, InputError, RankbridgeError
 from rankbridge.retriever import normalize_hits
 from rankbridge.types import GoldenSet, Hit, Query, Run
@@ -520,7 +523,7 @@ def _id_resolution(
         return None, {}
     rec = cap.recorder
     if report.status == "resolved" and report.chosen is not None and rec.id_from is None and rec.doc_map is None:
-        resolve = functools.partial(_resolve_items, id_from=report.chosen, doc_map=None, keep_text=rec.keep_text)
+        resolve = cap._switched_to(report.chosen)
         resolution = {"from": report.current, "to": report.chosen, "shares": dict(report.shares), "auto": True}
         return resolve, {"id_from": report.chosen, "id_resolution": {**resolution, "message": report.message()}}
     hint = f" Pass id_from={report.chosen!r}." if report.status == "resolved" else ""
@@ -663,6 +666,12 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
     return run
 
 
+def _refuse_failed(run: Run, keep_going: bool) -> Run:
+    """The run, unless most questions failed alike: the runner's rule (and message), so that an app run and a
+    retriever run stop on the same failures."""
+    return runner._refuse_suspicious(run, None, check_ids=False, keep_going=keep_going)
+
+
 @contextlib.contextmanager
 def _asking(plan: _Plan, progress: bool) -> Iterator[None]:
     """The progress bar and the attached capture while the questions are asked (sync or async)."""
@@ -692,6 +701,7 @@ def run_app(
     answer_key: str | None = None,
     frameworks: str | Sequence[str] = "auto",
     k: int | None = None,
+    keep_going: bool = False,
 ) -> Run:
     """Ask an app every question and score the retrievals it made while answering, as a :class:`~rankbridge.Run`.
 
@@ -730,6 +740,10 @@ def run_app(
     k:
         Keep the top ``k`` of each scored and retrieved list (default ``None``: the lists as the app had them,
         with its own top-k).
+    keep_going:
+        ``False`` (default): when more than half the questions (and at least 5) failed with the same error,
+        raise :class:`~rankbridge.RetrievalError` with that error (the run is on the exception's ``.run``), as
+        :func:`rankbridge.run_retriever` does. ``True``: return the run with its failures (they score 0).
 
     Returns
     -------
@@ -745,6 +759,8 @@ def run_app(
     InputError
         ``app`` is not something rankbridge can ask (a retriever goes to :func:`rankbridge.run_retriever`), or
         an option is invalid.
+    RetrievalError
+        Most questions failed alike (see ``keep_going``).
 
     Examples
     --------
@@ -760,7 +776,7 @@ def run_app(
     )  # fmt: skip
     with _asking(plan, progress):
         interrupted = _ask_all(plan)
-    return _build(plan, interrupted)
+    return _refuse_failed(_build(plan, interrupted), keep_going)
 
 
 async def arun_app(
@@ -779,6 +795,7 @@ async def arun_app(
     answer_key: str | None = None,
     frameworks: str | Sequence[str] = "auto",
     k: int | None = None,
+    keep_going: bool = False,
 ) -> Run:
     """Async :func:`run_app`, on the caller's event loop (same parameters and result).
 
@@ -801,4 +818,4 @@ async def arun_app(
     )  # fmt: skip
     with _asking(plan, progress):
         await _aask_all(plan)
-    return _build(plan, False)
+    return _refuse_failed(_build(plan, False), keep_going)

@@ -118,13 +118,14 @@ import random
 import threading
 import time
 import unicodedata
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, ParamSpec, TypeVar
 
 from rankbridge import idmatch
-from rankbridge.errors import IdMismatchError, InputError, RankbridgeError
+from rankbridge.errors import GoldenSetWarning, IdMismatchError, InputError, RankbridgeError
 from rankbridge.io.jsonl import write_run_jsonl
 from rankbridge.io.trec import write_run
 from rankbridge.retriever import IdSpec, id_sources, normalize_hits, result_attributes
@@ -1028,12 +1029,33 @@ class QueryMatcher:
                     )
                 pairs.append((q.id, q.text))
         self.ids = {qid for qid, _ in pairs}
+        texts: dict[str, str] = {}
         for qid, text in pairs:
             key = normalize_query(text)
             if key in self.by_text:
                 self.ambiguous.setdefault(key, [self.by_text[key]]).append(qid)
                 continue
             self.by_text[key] = qid
+            texts[qid] = text
+        if self.ambiguous:
+            self._warn_ambiguous(texts)
+
+    def _warn_ambiguous(self, texts: Mapping[str, str]) -> None:
+        """Golden questions with one text: a retrieval that carries no id is matched by text to the first alone."""
+        groups = list(self.ambiguous.values())
+        shown = "; ".join(f"{texts[ids[0]][:80]!r}: {', '.join(map(repr, ids))}" for ids in groups[:3]) + (
+            "; ..." if len(groups) > 3 else ""
+        )
+        first, second = groups[0][0], groups[0][1]
+        warnings.warn(
+            GoldenSetWarning(
+                f"{len(groups)} question text(s) of the golden set belong to more than one query id ({shown}). "
+                f"A retrieval captured without a query id is matched by its text to the first id alone "
+                f"({first!r}), and the others ({second!r}...) show as missing: give each question a text of "
+                "its own, or ask each under rankbridge.capture.query_id(qid)"
+            ),
+            stacklevel=3,
+        )
 
     def match(self, text: str, explicit_id: str | None) -> tuple[str, str]:
         """``(query_id, how)`` with how in ``"id"``, ``"unknown_id"``, ``"text"``, ``"unmatched"``."""
@@ -1488,7 +1510,7 @@ class Capture:
         explicit = rec.id_from is not None or rec.doc_map is not None
         if report.status == "resolved" and report.chosen is not None and not explicit:
             to = report.chosen
-            resolve = functools.partial(_resolve_items, id_from=to, doc_map=None, keep_text=rec.keep_text)
+            resolve = self._switched_to(to)
             config = {**config, "id_from": to}
             config["id_resolution"] = {
                 "from": report.current,
@@ -1529,6 +1551,11 @@ class Capture:
                 continue
             run.add(qid, hits, latency=record.latency)
         return run
+
+    def _switched_to(self, id_from: IdSpec) -> Callable[[list[Any]], tuple[list[Hit], list[str]]]:
+        """The resolver of the results under ``id_from``, the id source a run switches to when the recorder's
+        ids match nothing the golden set knows and ``id_from`` does."""
+        return functools.partial(_resolve_items, id_from=id_from, doc_map=None, keep_text=self.recorder.keep_text)
 
     def _id_report(self, chosen: Mapping[str, CaptureRecord], stage: str, run: Run | None) -> IdReport | None:
         """Check (a sample of) the results' ids against the golden set; ``None`` when there is nothing to check."""
@@ -1596,6 +1623,7 @@ class Capture:
         counts = {"id": 0, "text": 0, "unmatched": 0, "unknown_id": 0}
         repeats = errors = resolve_errors = reranked = 0
         unknown: dict[str, None] = {}
+        id_check, resolve = self._id_summary()
         for record, qid, how in assigned:
             if qid in seen:
                 repeats += 1
@@ -1606,8 +1634,8 @@ class Capture:
                 unknown.setdefault(qid, None)
             if record.error is not None:
                 errors += 1
-            elif record.resolve_error is not None:
-                resolve_errors += 1
+            elif (record.resolve_error if resolve is None else record.hits_under(resolve)[1]) is not None:
+                resolve_errors += 1  # under the id source cap.run reads, which may not be id_from
             elif record.final is not None:
                 reranked += 1
         rec = self.recorder
@@ -1632,25 +1660,30 @@ class Capture:
             "internal_errors": rec.internal_errors,
             "last_internal_error": rec.last_internal_error,
             "frameworks": list(self._frameworks),
-            "id_check": self._id_summary(),
+            "id_check": id_check,
         }
 
-    def _id_summary(self) -> dict[str, Any] | None:
+    def _id_summary(self) -> tuple[dict[str, Any] | None, Callable[[list[Any]], tuple[list[Hit], list[str]]] | None]:
+        """The summary's ``id_check``, and the resolver :attr:`run` reads the results with when it switches to
+        another id source (else ``None``)."""
         chosen, _ = self._chosen("first")
         report = self._id_report(chosen, "final", None)
         if report is None:
-            return None
+            return None, None
         out = _report_dict(report)
-        explicit = self.recorder.id_from is not None or self.recorder.doc_map is not None
+        rec = self.recorder
+        explicit = rec.id_from is not None or rec.doc_map is not None
+        resolve = None
         if not self.check_ids or report.status in ("ok", "unchecked"):
             out["action"] = "none"
         elif report.status == "resolved" and not explicit:
             out["action"] = "resolved"
             out["message"] += f" The run uses id_from={report.chosen!r} (run.config['id_resolution'])."
+            resolve = self._switched_to(report.chosen) if report.chosen is not None else None
         else:
             out["action"] = "raise"
-            out["message"] = _mismatch_text(report, self.recorder.id_from, self.recorder.doc_map)
-        return out
+            out["message"] = _mismatch_text(report, rec.id_from, rec.doc_map)
+        return out, resolve
 
     def _config(self, stage: str) -> dict[str, Any]:
         rec = self.recorder

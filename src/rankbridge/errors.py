@@ -25,6 +25,7 @@ The hierarchy::
     UserWarning
     ├── IdMismatchWarning               the run's doc ids are almost never judged (scores near 0 for that alone)
     ├── GoldenSetWarning                part of a golden set cannot be scored (questions without judgments)
+    ├── RunCoverageWarning              most queries scored are missing from the run, or their retrieval failed
     ├── UnmatchedContextsWarning        some RAGAS reference contexts matched no document; carries ``match``
     ├── UndefinedAgreementWarning       a judge agreement kappa is undefined (NaN)
     ├── JudgeCacheMigrated              a schema 1 judge cache was upgraded
@@ -73,6 +74,7 @@ __all__ = [
     "RankbridgeError",
     "ReplyParseError",
     "RetrievalError",
+    "RunCoverageWarning",
     "StoreError",
     "StoreLockedError",
     "TrendSplitWarning",
@@ -287,6 +289,11 @@ class IdMismatchWarning(UserWarning):
 
 class GoldenSetWarning(UserWarning):
     """A golden set was read, but part of it cannot be scored (questions without judgments)."""
+
+
+class RunCoverageWarning(UserWarning):
+    """Most of the queries scored are not in the run (missing from it, or their retrieval failed): the means
+    say more about the queries the run lacks than about the retriever."""
 
 
 class UnmatchedContextsWarning(_CarriesMatch, UserWarning):

@@ -12,14 +12,22 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from rankbridge.errors import IdMismatchError, IdMismatchWarning, InputError, MissingExtraError
+from rankbridge.errors import IdMismatchError, IdMismatchWarning, InputError, MissingExtraError, RunCoverageWarning
 from rankbridge.fingerprint import qrels_fingerprint
 from rankbridge.idmatch import check_run
 from rankbridge.metrics.measures import Measure, parse_measure, parse_measures
 from rankbridge.metrics.ranking import HitTable, compute, convert_checked
 from rankbridge.types import GoldenSet, Qrels, Run, _plain_judgments, _plain_ranked
 
-__all__ = ["Evaluation", "Executor", "IdMismatchWarning", "Partition", "evaluate", "merge_evaluations"]
+__all__ = [
+    "Evaluation",
+    "Executor",
+    "IdMismatchWarning",
+    "Partition",
+    "RunCoverageWarning",
+    "evaluate",
+    "merge_evaluations",
+]
 
 
 MissingPolicy = Literal["zero", "skip"]
@@ -49,8 +57,9 @@ class Evaluation:
     run_name:
         The run's name, for reports.
     notes:
-        Warnings about the input the means rest on (doc ids that match nothing, a partial capture), in the
-        words :meth:`summary` and the reports use.
+        Warnings about the input the means rest on (doc ids that match nothing, a partial capture, most
+        queries missing from the run, cut-offs deeper than every list of the run), in the words
+        :meth:`summary` and the reports use.
 
     Examples
     --------
@@ -435,6 +444,19 @@ def evaluate(
         return _evaluate_elsewhere(qrels, run, metrics, executor, missing, single_precision, check_ids, queries)
     if queries is not None:
         return _evaluate_block(qrels, run, metrics, queries, missing, single_precision, check_ids)
+    return _suspicious(_evaluate(qrels, run, metrics, missing, single_precision, check_ids), stacklevel=3)
+
+
+def _evaluate(
+    qrels: Any,
+    run: Any,
+    metrics: Any,
+    missing: MissingPolicy | None,
+    single_precision: bool,
+    check_ids: bool,
+) -> Evaluation:
+    """:func:`evaluate` of one process, without the checks of :func:`_suspicious` (a block has only its part of
+    the counts those make: the whole's are checked once, on the whole or on the merge of its blocks)."""
     measures = tuple(parse_measures(metrics))
     if isinstance(run, HitTable):  # already converted: the qrels are in the table
         table = run
@@ -514,6 +536,67 @@ def evaluate(
         table=table,
         notes=tuple(notes),
     )
+
+
+#: Measures that a cut-off past the end of every list lowers: precision@k, f1@k and judged@k divide by k; nDCG@k's
+#: ideal ranking (_IDEAL_AT_K) fills k ranks when a query has more relevant docs than the list. (Recall, MRR,
+#: MAP, hit rate and the counts are the same at k as at the list's depth: a run shorter than k is not held
+#: against them.)
+_DIVIDED_BY_K = frozenset({"precision", "f1", "judged"})
+_IDEAL_AT_K = frozenset({"ndcg", "ndcg_exp"})
+
+
+def _suspicious(ev: Evaluation, *, stacklevel: int) -> Evaluation:
+    """``ev`` with notes on what is suspicious in the whole evaluation, and a :class:`RunCoverageWarning` when
+    most of the queries scored are not in the run.
+
+    * ``missing="zero"`` and more than half the queries evaluated missing from the run: the means are mostly
+      zeros for queries never asked (a subset of a golden set's questions scored against its full qrels);
+    * ``missing="skip"`` and more than half of the run's judged queries failed: the means are over the few
+      retrievals that worked;
+    * every list of the run shorter than a cut-off that counts the missing ranks (``precision@10`` of a
+      4-hit retriever): a note only, since trec_eval and ranx score those ranks as non-relevant and so does
+      rankbridge.
+    """
+    notes: list[str] = []
+    run = repr(ev.run_name)
+    missing, failed, evaluated = len(ev.missing), len(ev.failed), len(ev.query_ids)
+    if ev.missing_policy == "zero" and missing > evaluated / 2:
+        message = (
+            f"{missing} of the {evaluated} queries evaluated are missing from the run {run} and score 0 "
+            "(missing='zero'), so the means are mostly those zeros. A subset of a golden set's questions scored "
+            "against its full qrels does this (evaluate(golden.qrels, run) after GoldenSet(full.queries[:16], "
+            "full.qrels)): pass the GoldenSet itself, which scores its own questions, or missing='skip' to "
+            "average over the run's queries"
+        )
+        warnings.warn(RunCoverageWarning(f"evaluate: {message}"), stacklevel=stacklevel)
+        notes.append(message)
+    tried = evaluated + failed
+    if ev.missing_policy == "skip" and failed > tried / 2:
+        message = (
+            f"{failed} of the {tried} judged queries of the run {run} failed (run.errors) and are left out of the "
+            f"means, which are over the {evaluated} that worked: a run that mostly failed (see run.errors for why; "
+            "missing='zero' scores the failures 0)"
+        )
+        warnings.warn(RunCoverageWarning(f"evaluate: {message}"), stacklevel=stacklevel)
+        notes.append(message)
+    table = ev.table
+    if table is not None and evaluated and table.n_ret.size:
+        deepest = int(table.n_ret.max())
+        ideal_past = bool((table.num_relevant(1) > deepest).any())  # some ideal ranking is deeper than the lists
+        lowered = _DIVIDED_BY_K | _IDEAL_AT_K if ideal_past else _DIVIDED_BY_K
+        deeper = [m for m in ev.measures if m.name in lowered and m.k is not None and m.k > deepest]
+        if deepest and deeper:
+            k = max(m.k or 0 for m in deeper)
+            notes.append(
+                f"every list of the run {run} is shorter than the cut-off of {', '.join(map(str, deeper))}: the "
+                f"deepest has {deepest} hits, and the ranks past it count as non-relevant, as in trec_eval and ranx "
+                f"(precision@{k} of {deepest} relevant hits is {deepest / k:g}); retrieve at least {k} hits, or "
+                f"compare at @{deepest}"
+            )
+    if notes:
+        ev.notes = (*ev.notes, *notes)
+    return ev
 
 
 def _has(data: Mapping[str, Any]) -> Any:
@@ -679,7 +762,7 @@ def _evaluate_block(
     else:
         block_qrels = Qrels._trusted({q: d for q, d in whole._data.items() if q in wanted}, name=whole.name)
     block_run = _subset_run(run, wanted)
-    ev = evaluate(block_qrels, block_run, metrics, missing=missing, single_precision=single_precision, check_ids=False)
+    ev = _evaluate(block_qrels, block_run, metrics, missing, single_precision, False)
     if check_ids and block_run:
         # against the whole qrels (or golden set), as one process checks: a doc the block retrieved may be
         # judged only for a query of another block
@@ -748,7 +831,7 @@ def merge_evaluations(parts: Iterable[Evaluation], *, complete: bool = True) -> 
         name: np.concatenate([np.asarray(ev.values[name], dtype=np.float64) for ev in parts])[index]
         for name in first.values
     }
-    return Evaluation(
+    merged = Evaluation(
         measures=first.measures,
         query_ids=query_ids,
         values=values,
@@ -762,6 +845,8 @@ def merge_evaluations(parts: Iterable[Evaluation], *, complete: bool = True) -> 
         table=_merge_tables(parts, query_ids),
         notes=_ordered_union(ev.notes for ev in parts),
     )
+    # the checks evaluate makes on the whole, made on the whole again (a block's part of the counts says little)
+    return _suspicious(merged, stacklevel=4) if complete else merged
 
 
 def _merge_tables(parts: Sequence[Evaluation], query_ids: tuple[str, ...]) -> HitTable | None:

@@ -873,6 +873,7 @@ def run_retriever(
         run = apps.run_app(
             retriever, queries, concurrency=concurrency, timeout=timeout, name=name, id_from=id_from,
             doc_map=doc_map, keep_text=keep_text, progress=progress, k=k, retrieval=retrieval or "final",
+            keep_going=keep_going,
         )  # fmt: skip
         golden = queries if isinstance(queries, GoldenSet) else None
         return _refuse_suspicious(run, golden, check_ids=check_ids, keep_going=keep_going)
@@ -947,6 +948,7 @@ async def arun_retriever(
         run = await apps.arun_app(
             retriever, queries, concurrency=concurrency, timeout=timeout, name=name, id_from=id_from,
             doc_map=doc_map, keep_text=keep_text, progress=progress, k=k, retrieval=retrieval or "final",
+            keep_going=keep_going,
         )  # fmt: skip
         golden = queries if isinstance(queries, GoldenSet) else None
         return _refuse_suspicious(run, golden, check_ids=check_ids, keep_going=keep_going)
