@@ -34,10 +34,11 @@ def test_arrays_equal_ranked_dict_path(seed: int) -> None:
             jl.append(int(rng.integers(-1, 4)))
     qids = [f"q{i}" for i in range(n_q)]
     table = table_from_arrays(qids, docs, np.array(jq, dtype=int), np.array(jd, dtype=int), np.array(jl, dtype=int))
-    qrels = rb.Qrels({qid: {} for qid in qids} | _qrels_dict(qids, jq, jd, jl))
+    qrels = rb.Qrels(_qrels_dict(qids, jq, jd, jl))  # a row without judgments: a query the qrels lack
     run = rb.Run.from_ranked({qids[i]: [f"d{d}" for d in row if d >= 0] for i, row in enumerate(docs)})
     ev = rb.evaluate(qrels, run, ALL)
-    order = [ev.query_ids.index(qid) for qid in qids]  # evaluate sorts query ids as strings
+    assert sorted(table.query_ids) == list(ev.query_ids)  # the same queries evaluated
+    order = [ev.query_ids.index(qid) for qid in table.query_ids]  # evaluate sorts query ids as strings
     for m in ALL:  # num_ret too: a doc repeated in a row counts once, as in a ranked run
         np.testing.assert_allclose(compute(table, m), ev[m][order], rtol=0, atol=1e-12, err_msg=str(m))
 
@@ -74,14 +75,15 @@ def _random_case(seed: int, *, n_q: int = 15, depth: int = 12, n_docs: int = 40,
     perm = rng.permutation(len(jq))  # judgments in any order
     arrays = tuple(np.array(a, dtype=int)[perm] for a in (jq, jd, jl))
     qids = [f"q{i}" for i in range(n_q)]
-    qrels = rb.Qrels({qid: {} for qid in qids} | _qrels_dict(qids, jq, jd, jl))
+    qrels = rb.Qrels(_qrels_dict(qids, jq, jd, jl))  # a row without judgments: a query the qrels lack
     run = rb.Run.from_ranked({qids[i]: [f"d{d}" for d in row if d >= 0] for i, row in enumerate(docs)})
     return qids, docs, arrays, qrels, run
 
 
 def _assert_equal_to_dict_path(table, qids, qrels, run) -> None:  # type: ignore[no-untyped-def]
     ev = rb.evaluate(qrels, run, ALL, check_ids=False)
-    order = [ev.query_ids.index(qid) for qid in qids]
+    assert sorted(table.query_ids) == list(ev.query_ids)  # the same queries evaluated
+    order = [ev.query_ids.index(qid) for qid in table.query_ids]
     for m in ALL:
         np.testing.assert_allclose(compute(table, m), ev[m][order], rtol=0, atol=1e-12, err_msg=str(m))
 
@@ -124,7 +126,7 @@ def test_unchecked_rows_refuse_a_judged_doc_found_twice() -> None:
     with pytest.raises(InputError, match=r"row 0 \('a'\) holds doc 3 twice \(columns \[0, 2\]\)"):
         table_from_arrays(["a", "b"], docs, np.array([0]), np.array([3]), np.array([1]), check_duplicates=False)
     # checked (the default): the first copy is the hit, the repeat counts once
-    t = table_from_arrays(["a", "b"], docs, np.array([0]), np.array([3]), np.array([1]))
+    t = table_from_arrays(["a", "b"], docs, np.array([0, 1]), np.array([3, 5]), np.array([1, 1]))
     assert t.n_ret.tolist() == [2, 2] and t.hit_rank.tolist() == [1]
 
 
@@ -146,7 +148,7 @@ def test_evaluate_takes_the_table_and_the_public_paths() -> None:
     t = table_from_arrays(
         ("q0", "q1"), np.array([[4, 2, 7], [1, -1, -1]]), np.array([0, 1]), np.array([2, 5]), np.array([1, 1])
     )
-    ev = rb.evaluate(None, t, ["mrr", "num_ret"])  # type: ignore[arg-type]
+    ev = rb.evaluate(None, t, ["mrr", "num_ret"])
     assert ev.per_query["mrr"] == {"q0": 0.5, "q1": 0.0}
     assert ev["num_ret"].tolist() == [3.0, 1.0]
     assert rb.metrics.table_from_arrays is arrays_module.table_from_arrays

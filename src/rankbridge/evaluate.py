@@ -371,7 +371,7 @@ def _run_from_table(table: Any) -> Run:
 
 
 def evaluate(
-    qrels: GoldenSet | Qrels | Mapping[str, Mapping[str, int]],
+    qrels: GoldenSet | Qrels | Mapping[str, Mapping[str, int]] | None,
     run: Run | Mapping[str, Any] | HitTable,
     metrics: str | Measure | Sequence[str | Measure],
     *,
@@ -387,7 +387,8 @@ def evaluate(
     ----------
     qrels:
         A :class:`~rankbridge.GoldenSet` (the qrels of its questions; its corpus ids also serve the id
-        check), a :class:`~rankbridge.Qrels` or ``{qid: {doc: label}}``.
+        check), a :class:`~rankbridge.Qrels` or ``{qid: {doc: label}}``; ``None`` when ``run`` is a
+        :class:`~rankbridge.metrics.ranking.HitTable` (e.g. from ``table_from_arrays``), which holds the qrels.
     run:
         A :class:`~rankbridge.Run`, ``{qid: {doc: score}}`` (ranked by score, ties broken by doc id
         descending as trec_eval does), ``{qid: [doc ids in rank order]}`` (or ``(doc_id, score)``
@@ -461,7 +462,17 @@ def _evaluate(
     if isinstance(run, HitTable):  # already converted: the qrels are in the table
         table = run
         values = {str(m): compute(table, m) for m in measures}
-        return Evaluation(measures, table.query_ids, values, missing_policy=missing or "zero", table=table)
+        no_relevant = tuple(table.query_ids[i] for i in np.flatnonzero(table.num_relevant(1) == 0).tolist())
+        unjudged = getattr(table, "unjudged", ())  # table_from_arrays: the rows whose query has no judgment
+        return Evaluation(
+            measures,
+            table.query_ids,
+            values,
+            unjudged=unjudged,
+            no_relevant=no_relevant,
+            missing_policy=missing or "zero",
+            table=table,
+        )
     q = _as_qrels(qrels)
     data, run_obj, dropped = _as_run_mapping(run)
     errors: Mapping[str, str] = run_obj.errors if run_obj is not None else {}

@@ -19,6 +19,8 @@ The figures, against a memory copy of the same matrix, are in ``docs/benchmarks.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import compress
 
 import numpy as np
 
@@ -38,6 +40,17 @@ _FILTER_BITS = 20
 #: time; deeper ones by a sort.
 _SHIFT_DEPTH = 16
 _SHIFT_BLOCK = 1 << 16
+
+
+@dataclass(eq=False)
+class _ArrayTable(HitTable):
+    """A :class:`HitTable` that also names the rows left out because their query has no judgment.
+
+    :func:`rankbridge.evaluate` lists them in :attr:`~rankbridge.Evaluation.unjudged`, as it lists the
+    queries of a dict run that the qrels lack.
+    """
+
+    unjudged: tuple[str, ...] = ()
 
 
 def table_from_arrays(
@@ -77,7 +90,12 @@ def table_from_arrays(
     Returns
     -------
     HitTable
-        The judged hits (query index, rank, label), docs retrieved per query and the judgments.
+        The judged hits (query index, rank, label), docs retrieved per query and the judgments, over the
+        queries with at least one judgment (in the order of ``query_ids``). A row whose query has no
+        judgment is not evaluated, as trec_eval and :func:`rankbridge.evaluate` on dicts treat a query of
+        the run that the qrels lack: ``evaluate(None, table)`` lists it in
+        :attr:`~rankbridge.Evaluation.unjudged`. Every other row is a query of the run (a row of ``-1``
+        is an empty list: 0 on every measure), so ``missing="zero"`` and ``"skip"`` agree.
 
     Raises
     ------
@@ -144,7 +162,7 @@ def table_from_arrays(
     n_ret = _retrieved(docs, dmin)
     repeats = repeated_rows(docs, dmin) if check_duplicates and depth > 1 else None
     if repeats is not None and repeats.any():
-        return _table_with_repeats(query_ids, docs, jq, jd, jl, n_ret, repeats)
+        return _judged_only(_table_with_repeats(query_ids, docs, jq, jd, jl, n_ret, repeats))
     rows, cols, judgment = _judged_cells(docs, jq, jd)
     if len(rows) > 1 and not bool(np.all(judgment[1:] > judgment[:-1])) and np.bincount(judgment).max() > 1:
         # A judged doc found twice in one row (a judgment belongs to one row): only possible when the rows
@@ -156,7 +174,7 @@ def table_from_arrays(
             f"ranked_docs row {r} ({query_ids[r]!r}) holds doc {jd[j]} twice (columns {where}); "
             "check_duplicates=False promises distinct ids per row"
         )
-    return HitTable(
+    table = _ArrayTable(
         query_ids=tuple(query_ids),
         n_ret=n_ret,
         hit_query=rows,
@@ -164,6 +182,32 @@ def table_from_arrays(
         hit_label=jl[judgment],
         judged_query=jq,
         judged_label=jl,
+    )
+    return _judged_only(table)
+
+
+def _judged_only(table: _ArrayTable) -> _ArrayTable:
+    """The table over the rows whose query has a judgment; the others named in ``unjudged``.
+
+    As trec_eval and :func:`rankbridge.evaluate` on dicts: the queries evaluated are the qrels' queries, and
+    a query of the run without a judgment is not evaluated (averaged in, it would score 0 and lower every
+    mean). The rows kept stay in their order; the hits, sorted by row, stay sorted under the renumbering.
+    """
+    judged = np.zeros(table.num_queries, dtype=bool)
+    judged[table.judged_query] = True
+    if judged.all():  # the usual case: one pass over the judgments' query indices
+        return table
+    row = np.cumsum(judged) - 1  # old row -> new row, for the rows kept
+    keep = judged.tolist()
+    return _ArrayTable(
+        query_ids=tuple(compress(table.query_ids, keep)),
+        n_ret=table.n_ret[judged],
+        hit_query=row[table.hit_query],
+        hit_rank=table.hit_rank,
+        hit_label=table.hit_label,
+        judged_query=row[table.judged_query],
+        judged_label=table.judged_label,
+        unjudged=tuple(sorted(compress(table.query_ids, [not k for k in keep]))),
     )
 
 
@@ -313,7 +357,7 @@ def _table_with_repeats(
     jl: np.ndarray,
     n_ret: np.ndarray,
     has_dup: np.ndarray,
-) -> HitTable:
+) -> _ArrayTable:
     """The table when some rows repeat a doc: a repeat keeps its first rank and counts once.
 
     Rows without repeats go the fast way; the (rare) rows with repeats are deduplicated one by one.
@@ -337,7 +381,7 @@ def _table_with_repeats(
                 keep[i] = False  # a later copy of a judged doc: its first copy is the hit
             else:
                 ranks[i] = int(distinct_above[c]) + 1
-    return HitTable(
+    return _ArrayTable(
         query_ids=tuple(query_ids),
         n_ret=n_ret,
         hit_query=rows[keep],

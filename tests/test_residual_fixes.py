@@ -1,0 +1,103 @@
+"""Fixes for what the input-form audit (tests/test_audit_forms.py) found outside the files it owned."""
+
+from __future__ import annotations
+
+import typing
+
+import numpy as np
+import pytest
+
+import rankbridge as rb
+from rankbridge.metrics import table_from_arrays
+
+TREC = {"ndcg@10": "ndcg_cut_10", "mrr": "recip_rank", "P@5": "P_5", "recall@10": "recall_10", "map": "map"}
+
+
+# -- 1. table_from_arrays: a row whose query has no judgment is not evaluated, as on the dict path ---------------
+def _arrays(seed: int) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    n_q, depth, n_docs = 30, 10, 25
+    docs = np.array([rng.choice(n_docs, size=depth, replace=False) for _ in range(n_q)])
+    docs[rng.random((n_q, depth)) < 0.2] = -1
+    docs = np.array([np.r_[row[row >= 0], row[row < 0]] for row in docs])  # padding ends a row
+    docs[rng.random(n_q) < 0.1] = -1  # a few empty lists
+    jq, jd, jl = [], [], []
+    for q in range(n_q):
+        n = int(rng.integers(0, 5)) if rng.random() < 0.7 else 0  # about a third of the rows unjudged
+        for d in rng.choice(n_docs, size=n, replace=False).tolist():
+            jq.append(q)
+            jd.append(d)
+            jl.append(int(rng.integers(0, 3)))
+    perm = rng.permutation(len(jq))
+    qids = [f"q{i:02d}" for i in range(n_q)]  # sorted as strings too, so the means add in the same order
+    return qids, docs, *(np.array(a, dtype=np.int64)[perm] for a in (jq, jd, jl))  # type: ignore[return-value]
+
+
+def _dicts(qids, docs, jq, jd, jl):  # type: ignore[no-untyped-def]
+    qrels: dict[str, dict[str, int]] = {}
+    for q, d, label in zip(jq.tolist(), jd.tolist(), jl.tolist(), strict=True):
+        qrels.setdefault(qids[q], {})[f"d{d}"] = label
+    ranked = {qids[i]: [f"d{d}" for d in row if d >= 0] for i, row in enumerate(docs.tolist())}
+    return qrels, ranked
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("missing", ["zero", "skip"])
+def test_arrays_count_the_queries_the_dict_path_counts(seed: int, missing: str) -> None:
+    qids, docs, jq, jd, jl = _arrays(seed)
+    qrels, ranked = _dicts(qids, docs, jq, jd, jl)
+    assert len(qrels) < len(qids)  # the case: rows without judgments
+    table = table_from_arrays(qids, docs, jq, jd, jl)
+    ev = rb.evaluate(None, table, list(TREC), missing=missing)
+    ref = rb.evaluate(qrels, ranked, list(TREC), missing=missing, check_ids=False)
+    assert ev.query_ids == ref.query_ids == tuple(sorted(qrels))
+    assert ev.mean == ref.mean
+    assert ev.per_query == ref.per_query
+    assert ev.unjudged == ref.unjudged == tuple(q for q in qids if q not in qrels)
+    assert ev.no_relevant == ref.no_relevant
+    assert ev.summary() == ref.summary()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_arrays_equal_pytrec_eval(seed: int) -> None:
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qids, docs, jq, jd, jl = _arrays(seed)
+    qrels, ranked = _dicts(qids, docs, jq, jd, jl)
+    run = {q: {d: float(len(docs[0]) - i) for i, d in enumerate(lst)} for q, lst in ranked.items() if lst}
+    trec = pytrec_eval.RelevanceEvaluator(qrels, set(TREC.values())).evaluate(run)
+    ev = rb.evaluate(None, table_from_arrays(qids, docs, jq, jd, jl), list(TREC))
+    # trec_eval evaluates the queries in both; with missing="zero" (its -c) the judged empty rows score 0
+    assert set(trec) == {q for q in qrels if q in run}
+    assert set(ev.query_ids) == set(qrels)
+    for name, trec_name in TREC.items():
+        per_query = ev.per_query[str(rb.metrics.parse_measure(name))]
+        for q in qrels:
+            expected = trec[q][trec_name] if q in trec else 0.0
+            assert per_query[q] == pytest.approx(expected, abs=1e-12), (name, q)
+        pooled = sum(trec[q][trec_name] for q in trec) / len(qrels)
+        assert ev.mean[str(rb.metrics.parse_measure(name))] == pytest.approx(pooled, abs=1e-12)
+
+
+def test_arrays_with_every_row_judged_return_every_row_in_order() -> None:
+    ranked = np.array([[4, 2, 7], [1, -1, -1], [3, 5, 6]])
+    table = table_from_arrays(["b", "a", "c"], ranked, np.array([2, 0, 1]), np.array([6, 2, 5]), np.array([1, 1, 0]))
+    assert table.query_ids == ("b", "a", "c")
+    ev = rb.evaluate(None, table, ["mrr"])
+    assert ev.per_query["mrr"] == {"b": 0.5, "a": 0.0, "c": pytest.approx(1 / 3)}
+    assert ev.unjudged == () and ev.no_relevant == ("a",)
+
+
+def test_arrays_rows_left_out_keep_the_others_hits_and_counts() -> None:
+    # rows 0 and 2 unjudged: the kept rows are renumbered, their hits, depths and |R| follow them
+    ranked = np.array([[1, 2, 3], [4, 5, -1], [6, 7, 8], [9, 4, 5]])
+    table = table_from_arrays(list("wxyz"), ranked, np.array([3, 1, 1]), np.array([5, 5, 9]), np.array([1, 2, 1]))
+    assert table.query_ids == ("x", "z")
+    assert table.n_ret.tolist() == [2, 3]
+    assert table.hit_query.tolist() == [0, 1] and table.hit_rank.tolist() == [2, 3]
+    assert table.num_relevant(1).tolist() == [2, 1]
+    assert rb.evaluate(None, table, ["num_ret"]).unjudged == ("w", "y")
+
+
+def test_evaluate_annotation_takes_none_for_a_table() -> None:
+    hints = typing.get_type_hints(rb.evaluate)
+    assert type(None) in typing.get_args(hints["qrels"])
