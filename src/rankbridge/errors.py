@@ -25,6 +25,7 @@ The hierarchy::
     UserWarning
     ├── IdMismatchWarning               the run's doc ids are almost never judged (scores near 0 for that alone)
     ├── GoldenSetWarning                part of a golden set cannot be scored (questions without judgments)
+    ├── RankColumnWarning               a table's 'rank' column, not chosen, orders queries otherwise than its scores
     ├── RunCoverageWarning              most queries scored are missing from the run, or their retrieval failed
     ├── UnmatchedContextsWarning        some RAGAS reference contexts matched no document; carries ``match``
     ├── UndefinedAgreementWarning       a judge agreement kappa is undefined (NaN)
@@ -71,6 +72,7 @@ __all__ = [
     "MixedDefinitionsWarning",
     "ModelIdRequired",
     "ParseError",
+    "RankColumnWarning",
     "RankbridgeError",
     "ReplyParseError",
     "RetrievalError",
@@ -294,6 +296,11 @@ class GoldenSetWarning(UserWarning):
 class RunCoverageWarning(UserWarning):
     """Most of the queries scored are not in the run (missing from it, or their retrieval failed): the means
     say more about the queries the run lacks than about the retriever."""
+
+
+class RankColumnWarning(UserWarning):
+    """A run table has a ``rank`` column that was not chosen, and the scores that ranked the run order some
+    queries otherwise (``Run.from_pandas(run.to_pandas())`` of a reranked run whose scores were kept)."""
 
 
 class UnmatchedContextsWarning(_CarriesMatch, UserWarning):

@@ -19,10 +19,12 @@ metrics read the ids with no Python object per hit, and ``run[qid]`` / :meth:`Ru
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import math
 import operator
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, pairwise, repeat
@@ -30,7 +32,7 @@ from typing import Any, TypeVar, final
 
 import numpy as np
 
-from rankbridge.errors import InputError, MissingExtraError
+from rankbridge.errors import InputError, MissingExtraError, RankColumnWarning
 
 __all__ = ["GoldenSet", "Hit", "Qrels", "Query", "Run", "RunColumns"]
 
@@ -147,6 +149,96 @@ def _import_pandas(feature: str) -> Any:
         return importlib.import_module("pandas")
     except ImportError:
         raise MissingExtraError("pandas", "pandas", feature) from None
+
+
+#: The key of the mark :meth:`Run.to_pandas` leaves in a frame's ``attrs`` (pandas keeps it in a Parquet
+#: file's metadata): ``{"order": "rank", "check": <digest of the rank and score columns>}``.
+ORDER_MARK = "rankbridge"
+
+
+def _order_check(ranks: np.ndarray, scores: np.ndarray) -> str:
+    """A digest of a frame's ``rank`` and ``score`` columns, row by row (:data:`ORDER_MARK`).
+
+    The readers rank by the ``rank`` column of a marked frame only while both columns are the ones
+    :meth:`Run.to_pandas` wrote: a frame re-scored, filtered or re-sorted is read by the default rules.
+    """
+    values = np.array(scores, dtype=np.float64)  # a copy: NaN is made one bit pattern below
+    values[np.isnan(values)] = np.nan  # whatever NaN came back (Arrow stores a missing score as null)
+    digest = hashlib.blake2b(np.ascontiguousarray(ranks, dtype=np.float64).tobytes(), digest_size=16)
+    digest.update(values.tobytes())
+    return digest.hexdigest()
+
+
+def _marked_by_rank(mark: Any, ranks: Any, scores: Any) -> bool:
+    """Whether ``mark`` (a frame's :data:`ORDER_MARK` entry) says the ``ranks`` and ``scores`` columns
+    (array-likes) are unchanged from :meth:`Run.to_pandas`, which ranked them by rank."""
+    if not isinstance(mark, Mapping) or mark.get("order") != "rank" or not isinstance(mark.get("check"), str):
+        return False
+    try:
+        r, s = np.asarray(ranks, dtype=np.float64), np.asarray(scores, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return r.ndim == 1 and r.shape == s.shape and bool(mark["check"] == _order_check(r, s))
+
+
+def _rank_disagreement(q_codes: np.ndarray, ranks: np.ndarray, scores: np.ndarray, docs_at: Any) -> tuple[int, int]:
+    """``(queries, first)``: how many queries a ``rank`` column orders otherwise than trec_eval's score
+    order (score descending, ties by doc id descending), and the smallest such query code (-1: none).
+
+    ``q_codes`` (query codes in order of appearance), ``ranks`` and ``scores`` (finite) hold one value per
+    row; ``docs_at(rows)`` gives the doc ids (str or int) of an array of rows, asked only for the pairs of
+    rows whose scores tie. A rank given twice in a query makes the column no ranking to compare: (0, -1).
+    All numpy: the rows sorted by (query, rank) once, then each neighbouring pair compared.
+    """
+    if len(q_codes) < 2:
+        return 0, -1
+    step = np.diff(q_codes)
+    if bool(np.all((step > 0) | ((step == 0) & (ranks[1:] > ranks[:-1])))):  # in order already (to_pandas)
+        order, q, r, s = np.arange(len(q_codes)), q_codes, ranks, scores
+    else:
+        order = np.lexsort((ranks, q_codes))
+        q, r, s = q_codes[order], ranks[order], scores[order]
+    same = q[1:] == q[:-1]
+    if bool(np.any(same & (r[1:] == r[:-1]))):
+        return 0, -1
+    wrong = same & (s[1:] > s[:-1])  # a better score ranked below a worse one
+    tied = np.flatnonzero(same & (s[1:] == s[:-1]))
+    if len(tied):  # trec_eval puts the greater doc id first
+        ids = np.asarray(docs_at(order[np.concatenate([tied, tied + 1])])).astype(str)
+        wrong[tied[ids[: len(tied)] < ids[len(tied) :]]] = True
+    differ = np.unique(q[1:][wrong])
+    return len(differ), int(differ[0]) if len(differ) else -1
+
+
+def _frame_rank_check(df: Any, feature: str, query_col: str, doc_col: str, scores: list[Any]) -> None:
+    """Warn when the ``rank`` column of a frame ranked by ``scores`` (one per row) orders a query otherwise."""
+    pd = _import_pandas(feature)
+    codes, queries = pd.factorize(df[query_col])
+    ranks = pd.to_numeric(df["rank"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    try:
+        values = np.asarray(scores, dtype=np.float64)
+    except (TypeError, ValueError):  # scores of another number type: no comparison
+        return
+    if ranks.ndim != 1 or not bool(np.all(np.isfinite(ranks))):  # not a ranking to compare
+        return
+    differ, first = _rank_disagreement(
+        np.asarray(codes, dtype=np.int64), ranks, values, df[doc_col].to_numpy().__getitem__
+    )
+    if differ:
+        _warn_rank_disagreement(feature, "rank_col", differ, len(queries), str(queries[first]), 3)
+
+
+def _warn_rank_disagreement(feature: str, keyword: str, queries: int, of: int, first: str, stacklevel: int) -> None:
+    """Warn that a table's ``rank`` column, not chosen, orders ``queries`` of ``of`` queries otherwise
+    than the scores that ranked the run (:class:`~rankbridge.errors.RankColumnWarning`)."""
+    warnings.warn(
+        f"{feature}: the run is ranked by the 'score' column (trec_eval's convention: score descending, "
+        f"ties by doc id descending), but the table's 'rank' column orders {queries} of {of} queries "
+        f"otherwise (the first: {first!r}); pass {keyword}='rank' to rank by the 'rank' column, or evaluate "
+        "the Run itself rather than its table",
+        RankColumnWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 def _frame_columns(
@@ -1247,7 +1339,19 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
 
         ``rank`` starts at 1; a missing score is NaN. A ``text`` column is added when any hit has a text.
         Errors, latencies and hit metadata stay on the run (a failed query has no rows). Needs pandas
-        (imported here only). ``Run.from_pandas(df, rank_col="rank")`` reads it back in the same order.
+        (imported here only).
+
+        The frame reads back as this run: :meth:`from_pandas`, :func:`rankbridge.io.run_from_table` and
+        :func:`rankbridge.evaluate` give the same rankings and scores (NaN for a missing one). A table's
+        order is normally its scores' (trec_eval's convention), and a ranked run's scores need not
+        agree with its order (a reranker that kept the first stage's scores), so the frame of a run
+        with ranked queries is marked in ``df.attrs["rankbridge"]`` (``{"order": "rank", ...}``, with a
+        digest of the ``rank`` and ``score`` columns): the readers rank a marked frame by ``rank``
+        while those two columns are unchanged. pandas keeps the mark through copies, slices and
+        ``df.to_parquet`` (:func:`rankbridge.io.read_run_parquet` reads it); ``pa.Table.from_pandas``
+        and polars drop it, and a frame re-scored, filtered or re-sorted loses it: such a table is
+        ranked by score again, and a :class:`~rankbridge.errors.RankColumnWarning` says when its
+        ``rank`` column orders some queries otherwise (pass ``rank_col="rank"`` to rank by it).
 
         Examples
         --------
@@ -1279,7 +1383,10 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         }
         if any(t is not None for t in texts):
             columns["text"] = pd.Series(texts, dtype=object)
-        return pd.DataFrame(columns)
+        frame = pd.DataFrame(columns)
+        if not all(isinstance(value, dict) for value in self._entries.values()):  # a scored run is in its scores' order
+            frame.attrs[ORDER_MARK] = {"order": "rank", "check": _order_check(columns["rank"], columns["score"])}
+        return frame
 
     @classmethod
     def from_ranx(cls, run: Any, *, name: str | None = None) -> Run:
@@ -1321,7 +1428,10 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
             hits (a missing score is NaN or None) and the default ``"score"`` may be absent.
         rank_col:
             The column of integer ranks (1 = best): the run is *ranked* in this order, as a retriever
-            returned it.
+            returned it. Without it a ``rank`` column is read only by :meth:`to_pandas`' mark (its
+            frame reads back as the run, see there); otherwise, when it orders some query otherwise
+            than the scores do, a :class:`~rankbridge.errors.RankColumnWarning` names how many and the
+            first (pass ``rank_col="rank"`` to rank by it).
         text_col:
             The column of hit texts (kept on the hits; a run with texts is a ranked run, in rank order or
             else in trec_eval's score order).
@@ -1354,6 +1464,10 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         feature = "Run.from_pandas"
         if duplicates not in ("error", "first"):
             raise ValueError(f"duplicates must be 'error' or 'first'. Got {duplicates!r} instead.")
+        have = getattr(df, "columns", ())
+        may_be_marked = rank_col is None and score_col == "score" and "rank" in have and "score" in have
+        if may_be_marked and _marked_by_rank(getattr(df, "attrs", {}).get(ORDER_MARK), df["rank"], df["score"]):
+            rank_col = "rank"  # Run.to_pandas()' frame, unchanged: its order is its rank column
         wanted: dict[str, str | None] = {"query_col": query_col, "doc_col": doc_col, "rank_col": rank_col}
         wanted["text_col"] = text_col
         # with ranks, the default score column is optional
@@ -1423,6 +1537,8 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
             run.add(q, [h for _, _, h in items])
         for q, n in dropped.items():
             run.duplicates[q] = run.duplicates.get(q, 0) + n
+        if ranks is None and scores is not None and "rank" in have:
+            _frame_rank_check(df, feature, query_col, doc_col, scores)
         return run
 
 

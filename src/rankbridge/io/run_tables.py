@@ -9,6 +9,7 @@ question) are :mod:`rankbridge.io.tables`.
 
 from __future__ import annotations
 
+import json
 import os
 from itertools import compress
 from pathlib import Path
@@ -17,9 +18,16 @@ from typing import Any
 import numpy as np
 
 from rankbridge.errors import InputError, MissingExtraError, ParseError
-from rankbridge.io._open import file_stem
+from rankbridge.io._open import file_stem, user_stacklevel
 from rankbridge.metrics.arrays import repeated_rows
-from rankbridge.types import Run, RunColumns
+from rankbridge.types import (
+    ORDER_MARK,
+    Run,
+    RunColumns,
+    _marked_by_rank,
+    _rank_disagreement,
+    _warn_rank_disagreement,
+)
 
 __all__ = ["read_run_parquet", "run_from_table"]
 
@@ -218,7 +226,11 @@ def run_from_table(
         as trec_eval ranks) unless ``rank_column`` is given or the table has no such column.
     rank_column:
         An integer rank column (1 = best): the run is *ranked* in this order. When neither this nor the
-        score column is there, a column named ``rank`` is used.
+        score column is there, a column named ``rank`` is used; so is the ``rank`` column of
+        :meth:`rankbridge.Run.to_pandas`' frame while its mark holds (the frame reads back as the run;
+        a Parquet file pandas wrote keeps the mark). Otherwise, when an unchosen ``rank`` column orders
+        some query otherwise than the scores do, a :class:`~rankbridge.errors.RankColumnWarning` names
+        how many, the first, and the fix (``rank_column="rank"``).
     name:
         The run's name.
     duplicates:
@@ -258,6 +270,11 @@ def run_from_table(
     have = ", ".join(map(repr, names)) or "none"
     if rank_column is None and (score_column is None or score_column not in names) and "rank" in names:
         rank_column = "rank"
+    may_be_marked = rank_column is None and score_column == "score" and {"rank", "score"} <= set(names)
+    if may_be_marked and _marked_by_rank(
+        _table_mark(table, kind), _column_values(table, kind, "rank"), _column_values(table, kind, "score")
+    ):
+        rank_column = "rank"  # Run.to_pandas()' frame, unchanged: its order is its rank column
     wanted = {"query_column": query_column, "doc_column": doc_column}
     if rank_column is not None:
         wanted["rank_column"] = rank_column
@@ -307,7 +324,41 @@ def run_from_table(
     run = Run(name=name)
     run._columns = cols  # as Run.from_columns sets them: the rows were checked and grouped here
     run.duplicates.update(dropped)
+    if scores is not None and rank_column is None and "rank" in names and len(q_codes) > 1:
+        try:
+            ranks = _numbers_column(get("rank"), "rank", "rank", integral=False)
+        except InputError:  # not a ranking to compare
+            return run
+
+        def docs_at(rows: np.ndarray) -> np.ndarray:  # asked only if two scores of a query tie
+            vocab = np.empty(len(d_ids), dtype=object)
+            vocab[:] = d_ids
+            out: np.ndarray = vocab[rows if d_codes is None else d_codes[rows]]
+            return out
+
+        differ, first = _rank_disagreement(q_codes, ranks, scores, docs_at)
+        if differ:
+            _warn_rank_disagreement(_RUN_FEATURE, "rank_column", differ, len(q_ids), q_ids[first], user_stacklevel())
     return run
+
+
+def _table_mark(table: Any, kind: str) -> Any:
+    """The :data:`~rankbridge.types.ORDER_MARK` entry of a table: a DataFrame's ``attrs``, or the ``attrs``
+    pandas wrote into an Arrow schema's metadata (``df.to_parquet``); None without one."""
+    if kind == "pandas":
+        return getattr(table, "attrs", {}).get(ORDER_MARK)
+    raw = (getattr(table.schema, "metadata", None) or {}).get(b"PANDAS_ATTRS")
+    try:
+        attrs = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return attrs.get(ORDER_MARK) if isinstance(attrs, dict) else None
+
+
+def _column_values(table: Any, kind: str, name: str) -> Any:
+    """A column as a numpy array (an Arrow null as NaN)."""
+    column = table[name] if kind == "pandas" else table.column(name)
+    return column.to_numpy() if kind == "pandas" else column.to_numpy(zero_copy_only=False)
 
 
 def _columns(

@@ -1,0 +1,181 @@
+"""A Run through a table and back: exact for to_pandas' frame, loud when a table's rank column disagrees.
+
+A ranked run's scores need not follow its order (a reranker that kept the first stage's scores); tables are
+ranked by score (trec_eval's convention) unless a rank column is chosen. ``Run.to_pandas()`` marks its
+frame so that it reads back as the run; any other table whose unchosen ``rank`` column orders a query
+otherwise than its scores gets a :class:`RankColumnWarning`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import rankbridge as rb
+from rankbridge import Hit, Run
+from rankbridge.errors import RankColumnWarning
+from rankbridge.io import read_run_parquet, run_from_table
+
+QRELS = {"q1": {"a": 1, "c": 2}, "q2": {"y": 1}, "q3": {"m": 1}, "10": {"7": 1}}
+
+
+def _reranked() -> Run:
+    """Ranked lists whose scores disagree with their order: a missing score, ties, int-like ids."""
+    return Run.from_ranked(
+        {
+            "q1": [Hit("a", 0.1), Hit("b", 0.9), Hit("c", None), Hit("d", 0.5)],
+            "q2": [Hit("x", 0.5), Hit("y", 0.5)],  # a tie trec_eval breaks the other way (y > x)
+            "q3": [Hit("m", 3.0), Hit("n", 2.0)],  # this one agrees
+            "10": [Hit("7", None), Hit("12", None)],  # no scores at all
+        },
+        name="reranked",
+    )
+
+
+def _lists(run: Run) -> dict[str, list[tuple[str, float | None]]]:
+    return {q: [(h.doc_id, h.score) for h in run.hits(q)] for q in run}
+
+
+def _assert_same(got: Run, want: Run) -> None:
+    assert list(got) == list(want)
+    assert _lists(got) == _lists(want)  # rankings and scores, a missing score as None
+
+
+def test_to_pandas_reads_back_as_the_run_in_pandas() -> None:
+    run = _reranked()
+    df = run.to_pandas()
+    assert np.isnan(df["score"]).sum() == 3 and df.attrs["rankbridge"]["order"] == "rank"
+    _assert_same(Run.from_pandas(df), run)  # warnings are errors: none was raised
+    _assert_same(run_from_table(df), run)
+    _assert_same(Run.from_pandas(df.copy()), run)  # pandas keeps the mark through a copy
+    want = rb.evaluate(QRELS, run, ["ndcg@10", "mrr"])
+    got = rb.evaluate(QRELS, df, ["ndcg@10", "mrr"])
+    assert got.per_query == want.per_query
+    scored = df.assign(score=df["score"].fillna(0.0))  # re-scored: the mark no longer holds, scores rank
+    with pytest.warns(RankColumnWarning):
+        by_score = rb.evaluate(QRELS, scored, ["ndcg@10", "mrr"])
+    assert by_score.per_query != want.per_query  # what the reading by score would have given
+
+
+def test_to_pandas_reads_back_as_the_run_through_parquet(tmp_path: Path) -> None:
+    run = _reranked()
+    path = tmp_path / "run.parquet"
+    run.to_pandas().to_parquet(path)  # pandas writes df.attrs into the file's metadata
+    _assert_same(read_run_parquet(path), run)
+    _assert_same(run_from_table(pq.read_table(path)), run)
+    _assert_same(Run.from_pandas(pd.read_parquet(path)), run)
+
+
+def test_an_arrow_table_without_the_mark_is_ranked_by_score_and_warned_about() -> None:
+    run = _reranked()
+    table = pa.Table.from_pandas(run.to_pandas())  # pyarrow drops df.attrs
+    with pytest.raises(rb.InputError, match=r"found NaN .*the table has a 'rank' column: .*rank_column='rank'"):
+        run_from_table(table)  # missing scores cannot rank: refused, as before
+    _assert_same(run_from_table(table, rank_column="rank"), run)
+    scored = Run.from_ranked({q: [h for h in run.hits(q) if h.score is not None] for q in ("q1", "q2", "q3")})
+    table = pa.Table.from_pandas(scored.to_pandas())
+    with pytest.warns(RankColumnWarning) as caught:
+        by_score = run_from_table(table)
+    message = str(caught[0].message)
+    assert "orders 2 of 3 queries otherwise (the first: 'q1')" in message  # q1 and q2; q3 agrees
+    assert "rank_column='rank'" in message and "evaluate the Run itself" in message
+    assert (by_score.ranking("q1"), by_score.ranking("q2")) == (["b", "d", "a"], ["y", "x"])
+    _assert_same(run_from_table(table, rank_column="rank"), scored)
+
+
+def test_the_scores_of_a_table_without_the_mark_rank_it_and_a_warning_names_the_fix() -> None:
+    run = Run.from_ranked(
+        {"q1": [Hit("a", 0.1), Hit("b", 0.9)], "q2": [Hit("x", 0.5), Hit("y", 0.5)], "q3": [Hit("m", 1.0)]}
+    )
+    df = run.to_pandas()
+    df = df[df["query_id"] != "q3"]  # a filtered frame loses the mark (its columns changed)
+    assert "rankbridge" in df.attrs
+    fixes = {"Run.from_pandas": "rank_col='rank'", "run table": "rank_column='rank'"}
+    for reader, feature in ((Run.from_pandas, "Run.from_pandas"), (run_from_table, "run table")):
+        with pytest.warns(RankColumnWarning, match=r"orders 2 of 2 queries otherwise \(the first: 'q1'\)") as got:
+            back = reader(df)
+        assert str(got[0].message).startswith(f"{feature}: the run is ranked by the 'score' column")
+        assert fixes[feature] in str(got[0].message) and got[0].filename == __file__
+        assert (back.ranking("q1"), back.ranking("q2")) == (["b", "a"], ["y", "x"])
+    with pytest.warns(RankColumnWarning, match=r"rank_column='rank'"):
+        ev = rb.evaluate({"q1": {"a": 1}}, df, ["mrr"])
+    assert ev.per_query["mrr"]["q1"] == 0.5
+    assert Run.from_pandas(df, rank_col="rank").ranking("q1") == ["a", "b"]  # chosen: quiet
+
+
+def test_a_rescored_frame_is_ranked_by_its_new_scores() -> None:
+    df = _reranked().to_pandas()
+    df["score"] = np.arange(len(df), 0, -1, dtype=float)  # a new reranker's scores, in row order: agree
+    back = Run.from_pandas(df)
+    assert back.ranking("q1") == ["a", "b", "c", "d"] and back.hits("q1")[0].score == float(len(df))
+    df["score"] = np.arange(len(df), dtype=float)  # every list reversed
+    with pytest.warns(RankColumnWarning, match=r"orders 4 of 4 queries otherwise \(the first: 'q1'\)"):
+        assert run_from_table(df).ranking("q1") == ["d", "c", "b", "a"]
+
+
+def test_quiet_when_the_ranks_agree_or_there_is_no_rank_column() -> None:
+    scored = Run.from_scores({"q1": {"a": 0.2, "b": 0.9, "c": 0.9}, "q2": {"x": 1.0}})
+    df = scored.to_pandas()
+    assert "rankbridge" not in df.attrs  # a scored run's rank column is its scores' order (ties by doc id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for table in (df, pa.Table.from_pandas(df), df.drop(columns="rank"), df.sample(frac=1, random_state=3)):
+            got = run_from_table(table)
+            assert got.ranking("q1") == ["c", "b", "a"]
+        assert Run.from_pandas(df.sample(frac=1, random_state=3)).to_scores() == scored.to_scores()
+
+
+def test_a_tie_ranked_against_trec_evals_rule_is_a_disagreement() -> None:
+    agree = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["b", "a"], "score": [1.0, 1.0], "rank": [1, 2]})
+    run_from_table(agree)  # trec_eval puts "b" first: quiet
+    with pytest.warns(RankColumnWarning, match="orders 1 of 1 queries"):
+        run_from_table(agree.assign(rank=[2, 1]))
+    ints = pd.DataFrame({"query_id": [5, 5], "doc_id": [9, 10], "score": [1.0, 1.0], "rank": [1, 2]})
+    run_from_table(ints)  # ids compare as str: "9" > "10"
+    with pytest.warns(RankColumnWarning, match=r"the first: '5'"):
+        Run.from_pandas(ints.assign(rank=[2, 1]))
+
+
+def test_a_rank_column_that_is_no_ranking_is_not_compared() -> None:
+    twice = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "score": [1.0, 2.0], "rank": [1, 1]})
+    missing = twice.assign(rank=[1.0, np.nan])
+    for table in (twice, missing):
+        assert run_from_table(table).ranking("q") == ["b", "a"]
+        assert Run.from_pandas(table).ranking("q") == ["b", "a"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_count_and_first_query_match_a_row_by_row_reference(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n_q = 40
+    sizes = rng.integers(1, 6, n_q)
+    qids = np.repeat([f"q{i}" for i in range(n_q)], sizes)
+    docs = np.concatenate([rng.permutation(20)[:n] for n in sizes])  # distinct within a query
+    df = pd.DataFrame(
+        {"query_id": qids, "doc_id": [f"d{d}" for d in docs], "score": rng.integers(0, 3, len(qids)) / 2.0}
+    )
+    df["rank"] = pd.Series(rng.random(len(df))).groupby(df["query_id"]).rank(method="first").astype(int)
+    df = df.sample(frac=1, random_state=seed).reset_index(drop=True)
+    differ, by_score = [], {}
+    for q in dict.fromkeys(df["query_id"]):  # in order of appearance
+        rows = df[df["query_id"] == q]
+        by_rank = rows.sort_values("rank")["doc_id"].tolist()
+        by_score[q] = [d for _, d in sorted(zip(rows["score"], rows["doc_id"], strict=True), reverse=True)]
+        if by_rank != by_score[q]:
+            differ.append(q)
+    assert differ  # random ranks and tied scores: some query differs
+    expected = rf"orders {len(differ)} of {n_q} queries otherwise \(the first: '{differ[0]}'\)"
+    runs = []
+    for table in (df, pa.Table.from_pandas(df)):
+        with pytest.warns(RankColumnWarning, match=expected):
+            runs.append(run_from_table(table))
+    with pytest.warns(RankColumnWarning, match=expected):
+        runs.append(Run.from_pandas(df))
+    for run in runs:  # ranked by trec_eval's score order, as before
+        assert {q: run.ranking(q) for q in by_score} == by_score
