@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import typing
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import rankbridge as rb
+from rankbridge.analysis import compare
+from rankbridge.cli import main
+from rankbridge.errors import InputError
 from rankbridge.metrics import table_from_arrays
 
 TREC = {"ndcg@10": "ndcg_cut_10", "mrr": "recip_rank", "P@5": "P_5", "recall@10": "recall_10", "map": "map"}
@@ -101,3 +105,36 @@ def test_arrays_rows_left_out_keep_the_others_hits_and_counts() -> None:
 def test_evaluate_annotation_takes_none_for_a_table() -> None:
     hints = typing.get_type_hints(rb.evaluate)
     assert type(None) in typing.get_args(hints["qrels"])
+
+
+# -- 2. a golden set whose question ids are not the qrels' says so, not "the qrels are empty" -----------------------
+def _beir(root: Path, ids: list[str]) -> Path:
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text('{"_id": "d1", "text": "a"}\n{"_id": "d2", "text": "b"}\n')
+    (root / "queries.jsonl").write_text("".join(f'{{"_id": "{q}", "text": "question {q}"}}\n' for q in ids))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\td1\t1\n" for q in ids))
+    return root
+
+
+def test_report_golden_without_a_common_query_id_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d2 1\nq3 0 d1 1\nq4 0 d2 1\n")
+    (tmp_path / "run.txt").write_text("q1 Q0 d1 1 1.0 r\nq2 Q0 d2 1 1.0 r\n")
+    golden = _beir(tmp_path / "beir", ["x1", "x2"])
+    assert main(["report", str(tmp_path / "qrels.txt"), str(tmp_path / "run.txt"), "--golden", str(golden)]) == 2
+    err = capsys.readouterr().err
+    assert "the qrels are empty" not in err
+    assert "no query id in common between the golden set 'beir' (2 questions, e.g. 'x1', 'x2')" in err
+    assert "the qrels (4 queries, e.g. 'q1', 'q2', 'q3', ...)" in err
+
+
+def test_compare_with_nothing_in_common_names_the_input_at_fault() -> None:
+    with pytest.raises(InputError, match=r"the qrels are empty"):
+        compare({"r": {"q1": ["a"]}}, {}, "mrr")
+    capture = rb.Run.from_ranked({"z1": ["a"], "z2": ["b"]}, name="cap")
+    capture.config["source"] = "capture"  # scored over the questions it saw (missing="skip")
+    with pytest.raises(
+        InputError,
+        match=r"runs\['live'\]: no query id in common with the qrels \(the run's: e\.g\. "
+        r"'z1', 'z2'; the qrels' 1: e\.g\. 'q1'\)",
+    ):
+        compare({"live": capture}, {"q1": {"a": 1}}, "mrr")

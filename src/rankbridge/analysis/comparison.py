@@ -629,6 +629,42 @@ def _depth_warnings(evaluations: Mapping[str, Evaluation], measures: Sequence[Me
     return out
 
 
+def _nothing_to_compare(
+    qrels: Any, golden: GoldenSet | None, baseline: str, evaluations: Mapping[str, Evaluation]
+) -> str:
+    """Why no query is left to compare over, in the words of the input at fault (empty qrels are one case)."""
+    ev = evaluations[baseline]
+    judged = list(qrels) if isinstance(qrels, Mapping) else []
+    if golden is not None and judged:
+        asked = [q.id for q in golden.queries]
+        if not set(asked).intersection(judged):
+            return (
+                f"golden: no query id in common between the golden set {golden.name!r} ({len(asked)} questions, "
+                f"e.g. {_some(asked)}) and the qrels ({len(judged)} queries, e.g. {_some(judged)}), so no query "
+                "is left to compare over; the golden set's questions must carry the qrels' query ids"
+            )
+        return (
+            f"golden: none of the {len(asked)} questions of the golden set {golden.name!r} has a judgment in the "
+            f"qrels ({len(judged)} queries, e.g. {_some(judged)}), so no query is left to compare over"
+        )
+    if qrels is not None and not judged:
+        return "qrels: no queries to compare over (the qrels are empty)"
+    if judged and ev.missing_policy == "skip":
+        return (
+            f"runs[{baseline!r}]: no query id in common with the qrels (the run's: e.g. {_some(ev.unjudged)}; "
+            f"the qrels' {len(judged)}: e.g. {_some(judged)}), and a live capture is scored over the questions it "
+            "saw, so no query is left to compare over"
+        )
+    return f"runs[{baseline!r}]: no query to compare over ({ev.summary()})"
+
+
+def _some(ids: Sequence[str], n: int = 3) -> str:
+    """A few ids for a message: ``'q1', 'q2', 'q3', ...`` (sorted, so that messages are stable)."""
+    if not ids:
+        return "none"
+    return ", ".join(map(repr, sorted(ids)[:n])) + (", ..." if len(ids) > n else "")
+
+
 def _check_metrics_in(ev: Evaluation, names: Sequence[str], run: str) -> None:
     missing = [m for m in names if m not in ev.values]
     if missing:
@@ -803,7 +839,7 @@ def compare(
             _check_bounds(ev.values[m], ev.query_ids, facts[m], name)
     n = len(query_ids)
     if n == 0:
-        raise InputError("qrels: no queries to compare over (the qrels are empty)")
+        raise InputError(_nothing_to_compare(qrels, golden if judged_by is golden else None, baseline, evaluations))
 
     run_names = tuple(named)
     others = [r for r in run_names if r != baseline]
