@@ -199,11 +199,13 @@ def test_write_run_jsonl_suffix_round_trips_everything(tmp_path: Path) -> None:
 
 def test_write_run_other_suffixes_write_trec(tmp_path: Path) -> None:
     run = _rich_run()
-    for name in ("x.run", "x.txt", "x.trec", "x.JSON"):
+    for name in ("x.run", "x.txt", "x.trec", "x.TREC"):
         write_run(run, tmp_path / name)
         back = load_run(tmp_path / name)
         assert back.name == "dense_v2"
         assert back.ranking("q1") == ["d3", "d1"] and back.ranking("q2") == ["d2"]
+    with pytest.raises(InputError, match=r"expected a run file named \.jsonl .* found '\.json'"):
+        write_run(run, tmp_path / "x.JSON")  # a TREC file under another format's name: refused
     # the module-level TREC writer stays TREC whatever the suffix
     write_trec_run(run, tmp_path / "forced.jsonl")
     assert (tmp_path / "forced.jsonl").read_text().splitlines()[0] == "q1 Q0 d3 1 2.0 dense_v2"

@@ -179,3 +179,68 @@ def test_the_count_and_first_query_match_a_row_by_row_reference(seed: int) -> No
         runs.append(Run.from_pandas(df))
     for run in runs:  # ranked by trec_eval's score order, as before
         assert {q: run.ranking(q) for q in by_score} == by_score
+
+
+# -- write_run / load_run by suffix ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["run.jsonl", "run.parquet", "run.PARQUET", "run.txt", "run.trec", "run"])
+def test_each_suffix_write_run_writes_load_run_reads_back(tmp_path: Path, name: str) -> None:
+    run = _reranked()
+    path = tmp_path / name
+    rb.io.write_run(run, path)
+    back = rb.load_run(path)
+    assert {q: back.ranking(q) for q in back} == {q: run.ranking(q) for q in run}
+    head = path.read_bytes()[:4]
+    if name.lower().endswith(".parquet"):
+        assert head == b"PAR1" and pq.read_schema(path).names[:4] == ["query_id", "rank", "doc_id", "score"]
+    else:
+        assert head != b"PAR1"
+    if name.lower().endswith((".jsonl", ".parquet")):  # TREC keeps the order, with scores made to follow it
+        assert _lists(back) == _lists(run)
+
+
+def test_a_parquet_run_keeps_texts_and_reads_a_mapping(tmp_path: Path) -> None:
+    path = tmp_path / "dense.parquet"
+    rb.io.write_run(Run.from_ranked({"q1": [Hit("d2", 0.2, "chunk"), Hit("d1", 0.9)]}), path)
+    texts = pd.read_parquet(path)["text"]  # in the file for other tools; read_run_parquet reads no texts
+    assert texts[0] == "chunk" and texts.isna().tolist() == [False, True]
+    assert rb.load_run(path).name == "dense"  # named after the file
+    rb.io.write_run({"q1": {"a": 0.5, "b": 0.7}}, path)
+    assert rb.load_run(path).to_scores() == {"q1": {"a": 0.5, "b": 0.7}}
+    with pytest.raises(rb.InputError, match=r"tag='bm25' names the run in TREC and JSON Lines files"):
+        rb.io.write_run(_reranked(), tmp_path / "other.parquet", tag="bm25")
+    assert not (tmp_path / "other.parquet").exists()
+
+
+@pytest.mark.parametrize("suffix", [".json", ".csv", ".feather"])
+def test_a_suffix_of_another_format_is_refused_both_ways(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"run{suffix}"
+    expected = (
+        rf"expected a run file named \.jsonl .*, \.parquet .* or any other name for a TREC run file .*found '\{suffix}'"
+    )
+    with pytest.raises(rb.InputError, match=r"write_run .*" + expected):
+        rb.io.write_run(_reranked(), path)
+    assert not path.exists()
+    path.write_text("q1 Q0 a 1 1.0 run\n")
+    with pytest.raises(rb.InputError, match=r"load_run .*" + expected):
+        rb.load_run(path)
+
+
+def test_the_cli_writes_a_parquet_run_and_refuses_another_format_before_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rankbridge.cli import main
+
+    (tmp_path / "my_retriever.py").write_text(
+        "calls = []\ndef retrieve(query, k=10):\n    calls.append(query)\n    return [('d2', 0.1), ('d1', 0.9)]\n"
+    )
+    (tmp_path / "queries.tsv").write_text("q1\tscurvy\nq2\trickets\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["run", "my_retriever:retrieve", "--queries", "queries.tsv", "-o", "run.csv", "--quiet"]) == 2
+    assert "found '.csv'" in capsys.readouterr().err and not (tmp_path / "run.csv").exists()
+    import my_retriever  # type: ignore[import-not-found]
+
+    assert my_retriever.calls == []  # refused before any query ran
+    assert main(["run", "my_retriever:retrieve", "--queries", "queries.tsv", "-o", "run.parquet", "--quiet"]) == 0
+    back = rb.load_run(tmp_path / "run.parquet")
+    assert back.ranking("q1") == ["d2", "d1"] and [h.score for h in back.hits("q2")] == [0.1, 0.9]

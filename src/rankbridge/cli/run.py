@@ -8,7 +8,8 @@ is called to build it, a function that takes the query is the retriever.
 
 Queries are read by :func:`rankbridge.io.queries.load_queries` (a BEIR folder, ``queries.jsonl`` or a
 TSV). The run is written atomically when every query has finished: ``.jsonl`` keeps hit texts,
-latencies and errors; any other name is a TREC run file. Progress is kept in ``OUTPUT.partial.jsonl`` as
+latencies and errors; ``.parquet`` is a table of one row per hit; any other name is a TREC run file
+(:func:`rankbridge.io.write_run`). Progress is kept in ``OUTPUT.partial.jsonl`` as
 queries finish; ``--resume`` continues from it (or from an existing ``.jsonl`` output), so an interrupted
 or extended run redoes only what is missing or failed.
 
@@ -28,7 +29,7 @@ from typing import Any
 from rankbridge.cli._common import EXIT_INCOMPLETE, EXIT_INTERRUPTED, add_command
 from rankbridge.cli._loader import SPEC_HELP, load_object
 from rankbridge.errors import RetrievalError
-from rankbridge.io import write_run
+from rankbridge.io import _run_format, write_run
 from rankbridge.io.queries import load_queries
 
 __all__ = ["add_cli"]
@@ -39,6 +40,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from rankbridge import runner
 
     output = Path(args.output)
+    _run_format(output, "--output")  # a name write_run refuses is refused before the queries run
     checkpoint = output.with_name(output.name + ".partial.jsonl")
     queries = load_queries(args.queries, split=args.split)
     retriever = load_object(args.retriever, "retriever")
@@ -78,7 +80,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
-    write_run(run, output)  # by suffix: .jsonl keeps texts, latencies and errors; any other name is TREC
+    write_run(run, output)  # by suffix: .jsonl keeps texts, latencies and errors; .parquet; else TREC
     with contextlib.suppress(OSError):
         checkpoint.unlink()
     print(f"wrote {output} ({len(run.query_ids())} queries, k={run.config['k']})")
@@ -126,7 +128,8 @@ def add_cli(subparsers: Any) -> None:
         epilog="RETRIEVER: module:attr | path/file.py:attr | module:factory()  (the current directory is importable;\n"
         "  a class or a zero-argument function is called to build the retriever)\n"
         "QUERIES: a BEIR folder, a queries.jsonl (_id/id + text) or a TSV of id<TAB>text\n"
-        "OUTPUT: .jsonl (hits with texts, latencies, errors) or any other name for a TREC run file\n"
+        "OUTPUT: .jsonl (hits with texts, latencies, errors), .parquet (one row per hit) or any other name for\n"
+        "  a TREC run file (.json, .csv and other formats are refused)\n"
         "exit codes: 0 ok, 2 bad input, 3 some queries failed (written), or the first ones all failed alike\n"
         "  (stopped, nothing written; --keep-going runs every query), 130 interrupted (use --resume)\n"
         "examples:\n"
@@ -136,7 +139,7 @@ def add_cli(subparsers: Any) -> None:
     )
     p.add_argument("retriever", help=SPEC_HELP)
     p.add_argument("--queries", required=True, help="BEIR folder, queries.jsonl or queries.tsv")
-    p.add_argument("-o", "--output", required=True, help="run file to write (.jsonl or TREC)")
+    p.add_argument("-o", "--output", required=True, help="run file to write (.jsonl, .parquet or TREC)")
     p.add_argument("-k", type=int, default=None, help="hits per query (default: the retriever's own setting, else 10)")
     p.add_argument("--concurrency", type=int, default=8, help="queries in flight at once (default: 8)")
     p.add_argument("--timeout", type=_timeout, default=60.0, help="seconds per attempt, 0 for none (default: 60)")

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rankbridge.errors import InputError
 from rankbridge.io import trec as _trec
 from rankbridge.io.beir import (
     read_beir,
@@ -41,6 +42,7 @@ _LAZY = {
     "read_golden_parquet": "tables",
     "read_run_parquet": "run_tables",
     "run_from_table": "run_tables",
+    "write_run_parquet": "run_tables",
     "golden_from_rows": "tables",
     "golden_from_pandas": "tables",
     "golden_from_hf": "tables",
@@ -130,11 +132,33 @@ __all__ = [
     "write_qrels_jsonl",
     "write_run",
     "write_run_jsonl",
+    "write_run_parquet",
 ]
 
 
 def _suffix(path: str | os.PathLike[str]) -> str:
     return Path(path).suffix.lower()
+
+
+# Suffixes of formats no run reader or writer speaks: a TREC text file under such a name would be a lie to
+# every other tool (and load_run would read a real one of them as a broken TREC file).
+_NOT_RUN_SUFFIXES = frozenset(
+    {".json", ".csv", ".xlsx", ".xls", ".feather", ".arrow", ".ipc", ".orc", ".avro", ".pq", ".parq"}
+    | {".pkl", ".pickle", ".npy", ".npz", ".h5", ".hdf5", ".ndjson"}
+)
+
+
+def _run_format(path: str | os.PathLike[str], doing: str) -> str:
+    """``"jsonl"``, ``"parquet"`` or ``"trec"`` by the file's suffix; a suffix of another format is refused."""
+    suffix = _suffix(path)
+    if suffix in (".jsonl", ".parquet"):
+        return suffix[1:]
+    if suffix in _NOT_RUN_SUFFIXES:
+        raise InputError(
+            f"{doing} {os.fspath(path)!r}: expected a run file named .jsonl (JSON Lines), .parquet (one row per "
+            f"hit) or any other name for a TREC run file (.txt, .trec, .run, none), found {suffix!r}"
+        )
+    return "trec"
 
 
 def load_qrels(path: str | os.PathLike[str], *, name: str | None = None) -> Qrels:
@@ -160,10 +184,12 @@ def load_qrels(path: str | os.PathLike[str], *, name: str | None = None) -> Qrel
 
 
 def load_run(path: str | os.PathLike[str], *, duplicates: str = "error", name: str | None = None) -> Run:
-    """Read a run by file type: ``.jsonl`` (JSON Lines, rank order), otherwise TREC.
+    """Read a run by file type: ``.jsonl`` (JSON Lines, rank order), ``.parquet`` (one row per hit:
+    :func:`read_run_parquet`), otherwise TREC; what :func:`write_run` writes under each name.
 
-    ``duplicates`` applies to TREC files (see :func:`read_run`); a JSON Lines run keeps the first of
-    repeated hits and counts the others in :attr:`Run.duplicates`.
+    ``duplicates`` applies to TREC and Parquet files (see :func:`read_run`); a JSON Lines run keeps the
+    first of repeated hits and counts the others in :attr:`Run.duplicates`. A name of another format
+    (``.json``, ``.csv``, ...) is refused with an :class:`~rankbridge.errors.InputError`.
 
     Examples
     --------
@@ -173,18 +199,25 @@ def load_run(path: str | os.PathLike[str], *, duplicates: str = "error", name: s
     >>> load_run(p).ranking("q1")
     ['d2', 'd1']
     """
-    if _suffix(path) == ".jsonl":
+    form = _run_format(path, "load_run")
+    if form == "jsonl":
         return read_run_jsonl(path, name=name)
+    if form == "parquet":
+        read_parquet: Any = __getattr__("read_run_parquet")  # run_tables: loaded on first use
+        return read_parquet(path, duplicates=duplicates, name=name)  # type: ignore[no-any-return]
     return read_run(path, duplicates=duplicates, name=name)  # type: ignore[arg-type]
 
 
 def write_run(
     run: Run | Mapping[str, Mapping[str, float]], path: str | os.PathLike[str], *, tag: str | None = None
 ) -> None:
-    """Write a run by file type, so that :func:`load_run` reads it back: ``.jsonl`` or TREC.
+    """Write a run by file type, so that :func:`load_run` reads it back: ``.jsonl``, ``.parquet`` or TREC.
 
     A ``.jsonl`` name gets JSON Lines (:func:`write_run_jsonl`: rank order, scores, texts, metadata,
-    errors and latencies; ``tag`` renames the run). Any other name gets a TREC run file
+    errors and latencies; ``tag`` renames the run). A ``.parquet`` name gets a table of one row per hit
+    (:func:`write_run_parquet`: rank order and scores, read back as written, and texts for other tools;
+    named after the file when read, so ``tag`` is refused). A name of another format (``.json``, ``.csv``, ``.feather``, ...) is refused with an
+    :class:`~rankbridge.errors.InputError`. Any other name gets a TREC run file
     (:func:`rankbridge.io.trec.write_run`: ids and scores, rank order kept).
 
     Examples
@@ -197,11 +230,19 @@ def write_run(
     >>> load_run(p).hits("q1") == run.hits("q1")
     True
     """
-    if _suffix(path) == ".jsonl":
+    form = _run_format(path, "write_run")
+    if form == "jsonl":
         obj = run if isinstance(run, Run) else Run.from_scores(run, name="rankbridge")
         write_run_jsonl(obj, path, name=tag)
-        return
-    _trec.write_run(run, path, tag=tag)
+    elif form == "parquet":
+        if tag is not None:
+            raise InputError(
+                f"write_run: tag={tag!r} names the run in TREC and JSON Lines files; a Parquet run has no "
+                "place for it (read_run_parquet names the run after the file)"
+            )
+        __getattr__("write_run_parquet")(run, path)  # run_tables: loaded on first use
+    else:
+        _trec.write_run(run, path, tag=tag)
 
 
 def write_qrels(qrels: Qrels | Mapping[str, Mapping[str, int]], path: str | os.PathLike[str]) -> None:

@@ -2,7 +2,8 @@
 
 :func:`run_from_table` reads a pandas DataFrame, a pyarrow Table (or RecordBatch) or a polars DataFrame
 with ``query_id``, ``doc_id`` and ``score`` (or ``rank``) columns; :func:`read_run_parquet` reads such a
-table from a Parquet file. The columns are converted whole into a columnar :class:`~rankbridge.Run`
+table from a Parquet file, and :func:`write_run_parquet` writes one that reads back as the run. The
+columns are converted whole into a columnar :class:`~rankbridge.Run`
 (:meth:`~rankbridge.Run.from_columns`), with no Python loop per row. Golden sets from tables (one row per
 question) are :mod:`rankbridge.io.tables`.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from itertools import compress
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from rankbridge.errors import InputError, MissingExtraError, ParseError
+from rankbridge.io._atomic import atomic_path
 from rankbridge.io._open import file_stem, user_stacklevel
 from rankbridge.metrics.arrays import repeated_rows
 from rankbridge.types import (
@@ -29,7 +32,7 @@ from rankbridge.types import (
     _warn_rank_disagreement,
 )
 
-__all__ = ["read_run_parquet", "run_from_table"]
+__all__ = ["read_run_parquet", "run_from_table", "write_run_parquet"]
 
 _RUN_FEATURE = "run table"
 
@@ -500,3 +503,28 @@ def read_run_parquet(
         name=name or file_stem(path),
         duplicates=duplicates,
     )
+
+
+def write_run_parquet(run: Run | Mapping[str, Mapping[str, float]], path: str | os.PathLike[str]) -> None:
+    """Write a run as a Parquet table of one row per hit (atomically: a failure leaves no partial file).
+
+    The table is :meth:`rankbridge.Run.to_pandas`' frame -- ``query_id``, ``rank``, ``doc_id``, ``score``
+    (NaN when missing) and ``text`` when a hit has one -- with its mark, so :func:`read_run_parquet` (and
+    :func:`rankbridge.io.load_run`) read it back as the run: the same rankings and scores, a reranked
+    run's order included (the texts are in the file for other tools; the reader reads none). Errors,
+    latencies and hit metadata are not written (JSON Lines keeps them).
+    Needs pandas and pyarrow (``pip install rankbridge[pandas]``).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from rankbridge import Hit
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "run.parquet"
+    >>> write_run_parquet(Run.from_ranked({"q1": [Hit("d2", 0.1), Hit("d1", 0.9)]}), p)
+    >>> read_run_parquet(p).ranking("q1")
+    ['d2', 'd1']
+    """
+    _import_module("pyarrow")
+    frame = (run if isinstance(run, Run) else Run.from_scores(run)).to_pandas()
+    with atomic_path(path) as tmp:
+        frame.to_parquet(tmp, index=False)  # pandas writes df.attrs (the mark) into the file's metadata
