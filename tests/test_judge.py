@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from rankbridge import Qrels, Run, evaluate
-from rankbridge.errors import InputError
+from rankbridge.errors import InputError, UngradedPairsWarning
 from rankbridge.judge import (
     RELEVANCE_V1,
     CallPolicy,
@@ -180,7 +180,7 @@ def test_async_callable_and_concurrency_is_bounded() -> None:
 
 def test_missing_text_and_duplicates_are_reported_not_judged() -> None:
     llm = Counting(truth_reply)
-    with Judge(llm, model_id="m") as judge:
+    with Judge(llm, model_id="m") as judge, pytest.warns(UngradedPairsWarning, match="2 of the 3 pairs tried"):
         res = judge.judge_pairs([("q1", "d1"), ("q1", "d1"), ("q1", "nope"), ("q9", "d2")], QUERIES, DOCS)
     assert llm.calls == 1
     assert res.report.pairs == 3
@@ -236,7 +236,7 @@ def test_malformed_reply_is_repaired() -> None:
 
 def test_unrepairable_reply_fails_the_pair() -> None:
     llm = Counting(lambda p: '{"grade": 7}')
-    with Judge(llm, model_id="m", repairs=2) as judge:
+    with Judge(llm, model_id="m", repairs=2) as judge, pytest.warns(UngradedPairsWarning, match="unreadable reply"):
         res = judge.judge_pairs([("q1", "d1")], QUERIES, DOCS)
     assert llm.calls == 3
     assert res.labels == {}
@@ -388,7 +388,10 @@ def test_retries_then_success_and_error_limit() -> None:
         raise PermissionError("401 invalid api key")
 
     llm = Counting(broken)
-    with Judge(llm, model_id="m", retries=1, backoff=0, max_errors=2, concurrency=1) as judge:
+    with (
+        Judge(llm, model_id="m", retries=1, backoff=0, max_errors=2, concurrency=1) as judge,
+        pytest.warns(UngradedPairsWarning, match="2 of the 2 pairs tried"),  # 3 more not reached: the stop
+    ):
         res = judge.judge_pairs([("q1", d) for d in DOCS], QUERIES, DOCS)
     assert llm.calls == 4  # two pairs, two attempts each, then the batch stops
     assert len(res.report.failed) == 2
@@ -403,7 +406,7 @@ def test_timeout_fails_the_pair() -> None:
         await asyncio.sleep(5)
         return "{}"
 
-    with Judge(slow, model_id="m", timeout=0.05, retries=0) as judge:
+    with Judge(slow, model_id="m", timeout=0.05, retries=0) as judge, pytest.warns(UngradedPairsWarning):
         res = judge.judge_pairs([("q1", "d1")], QUERIES, DOCS)
     assert "timed out" in res.report.failed[("q1", "d1")]
 
@@ -417,7 +420,7 @@ def test_a_hung_sync_llm_is_abandoned_not_waited_for() -> None:
 
     t0 = time.monotonic()
     try:
-        with Judge(hung, model_id="m", timeout=0.05, retries=0) as judge:
+        with Judge(hung, model_id="m", timeout=0.05, retries=0) as judge, pytest.warns(UngradedPairsWarning):
             res = judge.judge_pairs([("q1", "d1")], QUERIES, DOCS)
         assert time.monotonic() - t0 < 5
         assert res.report.failed[("q1", "d1")] == "m timed out after 0.05 s (after 1 attempts)"

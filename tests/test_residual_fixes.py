@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typing
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -10,8 +11,9 @@ import pytest
 
 import rankbridge as rb
 from rankbridge.analysis import compare
+from rankbridge.capture import Capture, CaptureRecord, capture
 from rankbridge.cli import main
-from rankbridge.errors import InputError
+from rankbridge.errors import InputError, UngradedPairsWarning
 from rankbridge.metrics import table_from_arrays
 
 TREC = {"ndcg@10": "ndcg_cut_10", "mrr": "recip_rank", "P@5": "P_5", "recall@10": "recall_10", "map": "map"}
@@ -138,3 +140,41 @@ def test_compare_with_nothing_in_common_names_the_input_at_fault() -> None:
         r"'z1', 'z2'; the qrels' 1: e\.g\. 'q1'\)",
     ):
         compare({"live": capture}, {"q1": {"a": 1}}, "mrr")
+
+
+# -- 3. a judge whose replies cannot be read says so, instead of returning no labels quietly -----------------------
+def _captured() -> Capture:
+    cap = capture(frameworks=())
+    for run_id, query, docs in (("r1", "what is tea?", ["Tea is a drink.", "Bread."]), ("r2", "coffee?", ["Beans."])):
+        rec = CaptureRecord(framework="test", query=query, run_id=run_id, retriever="Static")
+        rec.set_items([{"id": f"{run_id}-{i}", "text": text} for i, text in enumerate(docs)])
+        cap.recorder.add(rec)
+    return cap
+
+
+def test_capture_judge_with_unreadable_replies_warns_with_the_counts_and_a_reply() -> None:
+    cap = _captured()
+    with pytest.warns(UngradedPairsWarning) as caught:
+        result = cap.judge(lambda prompt: "Sure! The passage is quite relevant.", model_id="scripted", repairs=1)
+    assert result.labels == {}
+    msg = str(caught[0].message)
+    assert "judge: 3 of the 3 pairs tried got no grade (3 failed, e.g. " in msg
+    assert "unreadable reply (no JSON object found in the reply)" in msg
+    assert "last reply: 'Sure! The passage is quite relevant.'" in msg
+    assert "; 0 have one." in msg
+
+
+def test_judge_warns_when_most_pairs_fail_and_not_when_few_do() -> None:
+    def mostly_junk(prompt: str) -> str:
+        return '{"reason": "fits", "grade": 2}' if "Tea is a drink" in prompt else '{"grade": "high"}'
+
+    with pytest.warns(UngradedPairsWarning, match=r"2 of the 3 pairs tried got no grade .*; 1 have one\."):
+        assert len(_captured().judge(mostly_junk, model_id="scripted", repairs=0).labels) == 1
+
+    def mostly_fine(prompt: str) -> str:
+        return "no idea" if "Bread" in prompt else '{"reason": "fits", "grade": 2}'
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UngradedPairsWarning)
+        result = _captured().judge(mostly_fine, model_id="scripted", repairs=0)
+    assert len(result.labels) == 2 and len(result.report.failed) == 1  # still in the report

@@ -30,6 +30,7 @@ The hierarchy::
     ├── UnmatchedContextsWarning        some RAGAS reference contexts matched no document; carries ``match``
     ├── UndefinedAgreementWarning       a judge agreement kappa is undefined (NaN)
     ├── JudgeCacheMigrated              a schema 1 judge cache was upgraded
+    ├── UngradedPairsWarning            most pairs a judge was asked to grade got no grade (unreadable replies...)
     └── TrendSplitWarning               a trend left records out or split them into several series
         └── MixedDefinitionsWarning     records saved under different metric definition versions
 
@@ -81,6 +82,7 @@ __all__ = [
     "StoreLockedError",
     "TrendSplitWarning",
     "UndefinedAgreementWarning",
+    "UngradedPairsWarning",
     "UnmatchedContextsWarning",
 ]
 
@@ -313,6 +315,11 @@ class UndefinedAgreementWarning(UserWarning):
 
 class JudgeCacheMigrated(UserWarning):
     """A schema 1 judge cache was upgraded; grades keyed by a derived model id were moved aside."""
+
+
+class UngradedPairsWarning(UserWarning):
+    """Most pairs a judging batch got to have no grade (the LLM's replies were unreadable, its calls failed, or
+    the texts were missing): qrels made of the grades leave those pairs unjudged."""
 
 
 class TrendSplitWarning(UserWarning):

@@ -63,6 +63,7 @@ from rankbridge.errors import (
     JudgeCacheError,
     JudgeCacheMigrated,
     UndefinedAgreementWarning,
+    UngradedPairsWarning,
 )
 from rankbridge.judge.injection import injection_flags, redact_instructions
 from rankbridge.judge.llm import (
@@ -1206,7 +1207,8 @@ class Judge(_Closing):
         ...     judge.grade("scurvy cause", "Scurvy is a lack of vitamin C.")
         Grade(grade=2, reason='fits')
         """
-        result = self.judge_pairs([("q", "d")], {"q": query}, {"d": document})
+        # no UngradedPairsWarning: a pair that gets no grade raises here
+        result = run_sync(lambda: self.ajudge_pairs([("q", "d")], {"q": query}, {"d": document}, _warn=False))
         if ("q", "d") in result.labels:
             j = result.labels[("q", "d")]
             return Grade(j.grade, j.reason)
@@ -1284,6 +1286,7 @@ class Judge(_Closing):
         *,
         skip: Qrels | Mapping[str, Mapping[str, int]] | None = None,
         _fallback_texts: Mapping[str, str] | None = None,
+        _warn: bool = True,
     ) -> Judgments:
         """Async :meth:`judge_pairs`."""
         qtexts = _query_texts(queries)
@@ -1373,7 +1376,33 @@ class Judge(_Closing):
         report.stopped = session.stopped
         report.usage = session.usage
         ordered = {pair: labels[pair] for pair in order if pair in labels}  # the caller's pair order
+        if _warn:
+            _warn_if_mostly_ungraded(report)
         return Judgments(ordered, report, model, pid, pkey)
+
+
+def _warn_if_mostly_ungraded(report: JudgeReport) -> None:
+    """Warn when most pairs the batch got to have no grade: qrels of the few grades (or of none, whose means
+    are NaN) would be evaluated as if they were the judgments. A budget stop is left to the report."""
+    lost = len(report.failed) + len(report.missing_text)
+    reached = report.pairs - len(report.not_judged)
+    if not lost or 2 * lost <= reached:
+        return
+    parts = []
+    if report.failed:
+        (q, d), msg = next(iter(report.failed.items()))
+        parts.append(f"{len(report.failed)} failed, e.g. {q}/{d}: {msg}")
+    if report.missing_text:
+        (q, d), msg = next(iter(report.missing_text.items()))
+        parts.append(f"{len(report.missing_text)} without text, e.g. {q}/{d}: {msg}")
+    warnings.warn(
+        f"judge: {lost} of the {reached} pairs tried got no grade ({'; '.join(parts)}); {report.judged} have one. "
+        "Qrels made of these grades leave those pairs unjudged (with no grade at all every mean is NaN): check the "
+        "LLM (its replies must take the prompt's JSON shape; a refusal, a stub or a wrong model reply otherwise) and "
+        "that every query and document text is given",
+        UngradedPairsWarning,
+        stacklevel=2,
+    )
 
 
 def judge_runs(
