@@ -21,7 +21,7 @@ from rankbridge.analysis import (
     slices,
 )
 from rankbridge.cli.compare import add_cli
-from rankbridge.errors import InputError
+from rankbridge.errors import InputError, RunCoverageWarning
 from rankbridge.metrics.stats import holm, paired_t_test, permutation_test, wilcoxon_test
 from rankbridge.types import GoldenSet, Qrels, Query, Run
 
@@ -370,10 +370,12 @@ def test_failure_lists() -> None:
 
 def test_unsolved_across_runs_and_input_shapes() -> None:
     qrels, run, other, golden = _failure_case()
-    f = failures({"bm25": run, "dense": other}, qrels, golden=golden, k=3)
+    with pytest.warns(RunCoverageWarning, match="6 of the 8 queries evaluated are missing from the run 'dense'"):
+        f = failures({"bm25": run, "dense": other}, qrels, golden=golden, k=3)
     assert [it.query_id for it in f.unsolved] == ["q4", "q5", "q6", "q7", "q8"]
     assert f["dense"].zero_hit[0].query_id == "q2"
-    assert failures([run, other], golden=golden, k=3).to_dict() == f.to_dict()
+    with pytest.warns(RunCoverageWarning, match="run 'dense'"):
+        assert failures([run, other], golden=golden, k=3).to_dict() == f.to_dict()
     plain = {"bm25": {"q1": ["a"], "q2": ["b"]}, "dense": {"q1": ["x"]}}
     several = failures(plain, {"q1": {"a": 1}, "q2": {"b": 1}}, k=1)
     assert set(several.runs) == {"bm25", "dense"} and [it.query_id for it in several.unsolved] == []

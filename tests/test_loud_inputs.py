@@ -122,6 +122,9 @@ def test_most_queries_missing_from_the_run_warn_with_the_counts_and_the_cause(
     assert right.num_queries == asked and right.notes == ()
     assert right.mean["ndcg@10"] > 3 * ev.mean["ndcg@10"]  # the zeros the warning is about
     assert rb.evaluate(golden.qrels, run, ["ndcg@10"], missing="skip").notes == ()
+    # missing='zero' passed asks for those zeros (trec_eval -c): the summary counts them, quietly
+    asked_zero = rb.evaluate(golden.qrels, run, ["ndcg@10"], missing="zero")
+    assert asked_zero.notes == () and asked_zero.mean == ev.mean
     # half missing is not most: quiet
     half = GoldenSet(full.queries[: n // 2], full.qrels, corpus=full.corpus)
     half_run = Run(name="half")

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankbridge import Evaluation, Hit, InputError, Qrels, Run, evaluate
+from rankbridge.errors import RunCoverageWarning
 from rankbridge.metrics.measures import MEASURES, Measure, parse_measure
 
 # Random runs may retrieve no judged doc at all: that is what these tests explore, not an id mismatch.
@@ -321,7 +322,8 @@ def test_empty_retrieval_scores_zero(empty: Any) -> None:
 
 
 def test_empty_run_and_empty_qrels_do_not_raise() -> None:
-    ev = evaluate({"q": {"a": 1}}, {}, ["ndcg@10", "mrr"])
+    with pytest.warns(RunCoverageWarning, match="1 of the 1 queries evaluated are missing"):  # an empty run
+        ev = evaluate({"q": {"a": 1}}, {}, ["ndcg@10", "mrr"])
     assert ev.per_query["ndcg@10"] == {"q": 0.0}
     assert ev.missing == ("q",)
     skip = evaluate({"q": {"a": 1}}, {}, ["ndcg@10"], missing="skip")
@@ -360,7 +362,8 @@ def test_failed_queries_are_counted_and_score_zero() -> None:
     assert ev.per_query["num_rel"]["q2"] == 1.0
     assert ev.mean["mrr"] == pytest.approx(1 / 3, abs=1e-15)
     assert "2 failed (scored 0)" in ev.summary()
-    skip = evaluate(qrels, run, ["mrr"], missing="skip")
+    with pytest.warns(RunCoverageWarning, match="2 of the 3 judged queries of the run 'run' failed"):
+        skip = evaluate(qrels, run, ["mrr"], missing="skip")  # a mean over the 1 that worked
     assert skip.failed == ("q2", "q3")
     assert skip.query_ids == ("q1",)
 

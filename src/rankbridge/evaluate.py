@@ -445,7 +445,8 @@ def evaluate(
         return _evaluate_elsewhere(qrels, run, metrics, executor, missing, single_precision, check_ids, queries)
     if queries is not None:
         return _evaluate_block(qrels, run, metrics, queries, missing, single_precision, check_ids)
-    return _suspicious(_evaluate(qrels, run, metrics, missing, single_precision, check_ids), stacklevel=3)
+    ev = _evaluate(qrels, run, metrics, missing, single_precision, check_ids)
+    return _suspicious(ev, missing_given=missing is not None, stacklevel=3)
 
 
 def _evaluate(
@@ -557,12 +558,13 @@ _DIVIDED_BY_K = frozenset({"precision", "f1", "judged"})
 _IDEAL_AT_K = frozenset({"ndcg", "ndcg_exp"})
 
 
-def _suspicious(ev: Evaluation, *, stacklevel: int) -> Evaluation:
+def _suspicious(ev: Evaluation, *, missing_given: bool, stacklevel: int) -> Evaluation:
     """``ev`` with notes on what is suspicious in the whole evaluation, and a :class:`RunCoverageWarning` when
     most of the queries scored are not in the run.
 
-    * ``missing="zero"`` and more than half the queries evaluated missing from the run: the means are mostly
-      zeros for queries never asked (a subset of a golden set's questions scored against its full qrels);
+    * ``missing="zero"`` by default (``missing_given`` false: ``missing="zero"`` passed asks for those zeros, as
+      trec_eval ``-c`` does) and more than half the queries evaluated missing from the run: the means are
+      mostly zeros for queries never asked (a subset of a golden set's questions scored against its full qrels);
     * ``missing="skip"`` and more than half of the run's judged queries failed: the means are over the few
       retrievals that worked;
     * every list of the run shorter than a cut-off that counts the missing ranks (``precision@10`` of a
@@ -572,7 +574,7 @@ def _suspicious(ev: Evaluation, *, stacklevel: int) -> Evaluation:
     notes: list[str] = []
     run = repr(ev.run_name)
     missing, failed, evaluated = len(ev.missing), len(ev.failed), len(ev.query_ids)
-    if ev.missing_policy == "zero" and missing > evaluated / 2:
+    if ev.missing_policy == "zero" and not missing_given and missing > evaluated / 2:
         message = (
             f"{missing} of the {evaluated} queries evaluated are missing from the run {run} and score 0 "
             "(missing='zero'), so the means are mostly those zeros. A subset of a golden set's questions scored "
@@ -686,11 +688,14 @@ class Partition:
         How many queries the whole qrels has (a merge that covers fewer lost a block).
     single_precision:
         The ``evaluate`` setting.
+    missing_given:
+        Whether ``missing=`` was passed (else the policy is the default), for the checks the merge makes.
     """
 
     qrels_fingerprint: str
     qrels_queries: int
     single_precision: bool
+    missing_given: bool = False
 
 
 def _is_ray_dataset(run: Any) -> bool:
@@ -781,7 +786,7 @@ def _evaluate_block(
         note = _check_ids(qrels if isinstance(qrels, GoldenSet) else whole, data, run_obj)
         if note is not None:
             ev.notes = (note, *ev.notes)
-    ev.partition = Partition(fingerprint[0], fingerprint[1], single_precision)
+    ev.partition = Partition(fingerprint[0], fingerprint[1], single_precision, missing is not None)
     return ev
 
 
@@ -857,7 +862,9 @@ def merge_evaluations(parts: Iterable[Evaluation], *, complete: bool = True) -> 
         notes=_ordered_union(ev.notes for ev in parts),
     )
     # the checks evaluate makes on the whole, made on the whole again (a block's part of the counts says little)
-    return _suspicious(merged, stacklevel=4) if complete else merged
+    if not complete:
+        return merged
+    return _suspicious(merged, missing_given=first.partition.missing_given, stacklevel=4)  # type: ignore[union-attr]
 
 
 def _merge_tables(parts: Sequence[Evaluation], query_ids: tuple[str, ...]) -> HitTable | None:
