@@ -244,3 +244,61 @@ def test_the_cli_writes_a_parquet_run_and_refuses_another_format_before_running(
     assert main(["run", "my_retriever:retrieve", "--queries", "queries.tsv", "-o", "run.parquet", "--quiet"]) == 0
     back = rb.load_run(tmp_path / "run.parquet")
     assert back.ranking("q1") == ["d2", "d1"] and [h.score for h in back.hits("q2")] == [0.1, 0.9]
+
+
+def test_odd_rank_columns_are_not_compared_and_never_raise() -> None:
+    base = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "score": [1.0, 2.0]})
+    odd = {
+        "nullable with a missing rank": base.assign(rank=pd.array([2, None], dtype="Int64")),
+        "text ranks": base.assign(rank=["first", "second"]),
+        "two rank columns": pd.concat([base, pd.DataFrame({"rank": [1, 2]}), pd.DataFrame({"rank": [2, 1]})], axis=1),
+    }
+    for label, table in odd.items():
+        assert run_from_table(table).ranking("q") == ["b", "a"], label
+        assert Run.from_pandas(table).ranking("q") == ["b", "a"], label
+    forged = base.assign(rank=[1, 2])
+    forged.attrs["rankbridge"] = {"order": "rank", "check": "not the digest"}
+    with pytest.warns(RankColumnWarning):  # a mark that does not match the columns is no mark
+        assert Run.from_pandas(forged).ranking("q") == ["b", "a"]
+
+
+def test_a_polars_frame_has_no_mark_and_is_warned_about() -> None:
+    pl = pytest.importorskip("polars")
+    run = Run.from_ranked({"q1": [Hit("a", 0.1), Hit("b", 0.9)], "q2": [Hit("x", 2.0), Hit("y", 1.0)]})
+    frame = pl.from_pandas(run.to_pandas())
+    with pytest.warns(RankColumnWarning, match=r"orders 1 of 2 queries otherwise \(the first: 'q1'\)"):
+        assert run_from_table(frame).ranking("q1") == ["b", "a"]
+    _assert_same(run_from_table(frame, rank_column="rank"), run)
+
+
+def test_the_llamaindex_reorder_case_reads_back_exactly_or_warns() -> None:
+    """The audit's case: LongContextReorder keeps BM25's scores on a list it reorders."""
+    pytest.importorskip("llama_index.core")
+    pytest.importorskip("llama_index.retrievers.bm25")
+    from llama_index.core import Document
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.postprocessor import LongContextReorder
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from llama_index.retrievers.bm25 import BM25Retriever
+
+    from rankbridge.demo import demo_golden_set
+
+    full = demo_golden_set()
+    assert full.corpus is not None
+    queries = full.queries[:30]
+    golden = rb.GoldenSet(queries, rb.Qrels({q.id: full.qrels[q.id] for q in queries}), corpus=full.corpus)
+    bm25 = BM25Retriever.from_defaults(
+        nodes=[Document(text=d["text"], doc_id=i) for i, d in full.corpus.items()], similarity_top_k=10
+    )
+    engine = RetrieverQueryEngine.from_args(bm25, node_postprocessors=[LongContextReorder()], llm=MockLLM())
+    run = rb.run_retriever(engine, golden, progress=False)
+    want = rb.evaluate(golden, run, ["ndcg@10"]).per_query
+    df = run.to_pandas()
+    assert rb.evaluate(golden, Run.from_pandas(df), ["ndcg@10"]).per_query == want
+    assert rb.evaluate(golden, df, ["ndcg@10"]).per_query == want
+    with pytest.warns(RankColumnWarning, match=r"queries otherwise .*rank_column='rank'"):
+        by_score = rb.evaluate(golden, pa.Table.from_pandas(df), ["ndcg@10"]).per_query
+    assert by_score != want  # the reorder is real: the scores give another order
+    assert (
+        rb.evaluate(golden, run_from_table(pa.Table.from_pandas(df), rank_column="rank"), ["ndcg@10"]).per_query == want
+    )

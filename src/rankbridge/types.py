@@ -213,11 +213,13 @@ def _rank_disagreement(q_codes: np.ndarray, ranks: np.ndarray, scores: np.ndarra
 def _frame_rank_check(df: Any, feature: str, query_col: str, doc_col: str, scores: list[Any]) -> None:
     """Warn when the ``rank`` column of a frame ranked by ``scores`` (one per row) orders a query otherwise."""
     pd = _import_pandas(feature)
+    if not isinstance(df["rank"], pd.Series):  # two columns named 'rank': no one ranking to compare
+        return
     codes, queries = pd.factorize(df[query_col])
-    ranks = pd.to_numeric(df["rank"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     try:
+        ranks = pd.to_numeric(df["rank"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
         values = np.asarray(scores, dtype=np.float64)
-    except (TypeError, ValueError):  # scores of another number type: no comparison
+    except (TypeError, ValueError):  # values of another kind: no comparison
         return
     if ranks.ndim != 1 or not bool(np.all(np.isfinite(ranks))):  # not a ranking to compare
         return
@@ -1465,8 +1467,10 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         if duplicates not in ("error", "first"):
             raise ValueError(f"duplicates must be 'error' or 'first'. Got {duplicates!r} instead.")
         have = getattr(df, "columns", ())
-        may_be_marked = rank_col is None and score_col == "score" and "rank" in have and "score" in have
-        if may_be_marked and _marked_by_rank(getattr(df, "attrs", {}).get(ORDER_MARK), df["rank"], df["score"]):
+        mark = getattr(df, "attrs", None)
+        mark = mark.get(ORDER_MARK) if isinstance(mark, dict) else None
+        may_be_marked = mark is not None and rank_col is None and score_col == "score" and "rank" in have
+        if may_be_marked and "score" in have and _marked_by_rank(mark, df["rank"], df["score"]):
             rank_col = "rank"  # Run.to_pandas()' frame, unchanged: its order is its rank column
         wanted: dict[str, str | None] = {"query_col": query_col, "doc_col": doc_col, "rank_col": rank_col}
         wanted["text_col"] = text_col

@@ -330,7 +330,7 @@ def run_from_table(
     if scores is not None and rank_column is None and "rank" in names and len(q_codes) > 1:
         try:
             ranks = _numbers_column(get("rank"), "rank", "rank", integral=False)
-        except InputError:  # not a ranking to compare
+        except (InputError, TypeError):  # not a ranking to compare
             return run
 
         def docs_at(rows: np.ndarray) -> np.ndarray:  # asked only if two scores of a query tie
