@@ -1547,7 +1547,8 @@ class Capture:
             else:
                 hits, problem = record.hits_under(resolve, stage=stage)
             if problem is not None:
-                run.add_error(qid, f"captured results have no usable doc id: {problem}", latency=record.latency)
+                # the problem names itself (a doc id, a score...): the prefix must not guess which
+                run.add_error(qid, f"captured results could not be read as hits: {problem}", latency=record.latency)
                 continue
             run.add(qid, hits, latency=record.latency)
         return run
