@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
+import itertools
+import re
+import shlex
 import typing
 import warnings
 from pathlib import Path
@@ -11,8 +15,8 @@ import pytest
 
 import rankbridge as rb
 from rankbridge.analysis import compare
-from rankbridge.capture import Capture, CaptureRecord, capture
-from rankbridge.cli import main
+from rankbridge.capture import Capture, CaptureRecord, capture, query_key
+from rankbridge.cli import build_parser, main
 from rankbridge.errors import InputError, UngradedPairsWarning
 from rankbridge.metrics import table_from_arrays
 
@@ -178,3 +182,40 @@ def test_judge_warns_when_most_pairs_fail_and_not_when_few_do() -> None:
         warnings.simplefilter("error", UngradedPairsWarning)
         result = _captured().judge(mostly_fine, model_id="scripted", repairs=0)
     assert len(result.labels) == 2 and len(result.report.failed) == 1  # still in the report
+
+
+# -- 4. a captured result that cannot be read is reported by its actual problem -------------------------------------
+def test_captured_non_numeric_score_is_not_blamed_on_the_doc_id() -> None:
+    cap = capture(frameworks=())
+    for run_id, query, item in (("r1", "tea?", {"id": "d1", "score": "high"}), ("r2", "bread?", {"id": "", "x": 1})):
+        rec = CaptureRecord(framework="test", query=query, run_id=run_id, retriever="Static")
+        rec.set_items([item])
+        cap.recorder.add(rec)
+    score, doc_id = (cap.run.errors[query_key(q)] for q in ("tea?", "bread?"))
+    assert score == "captured results could not be read as hits: result at rank 1 has a non-numeric score 'high'"
+    assert doc_id.startswith("captured results could not be read as hits: result at rank 1 (dict) has no doc id")
+    errors = [score, doc_id]
+    assert not any("no usable doc id: result at rank 1 has a non-numeric score" in e for e in errors)
+
+
+# -- 5. every command's --help has examples (as the README says), and they parse -------------------------------------
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    (sub,) = (a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def test_every_command_help_has_examples_that_parse() -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    listed = re.search(r"`rankbridge ([a-z |\n]+)`; each has `--help` with examples", readme)[1]  # type: ignore[index]
+    commands = _commands()
+    assert set(re.split(r"\s*\|\s*", listed)) == set(commands)
+    for name, parser in commands.items():
+        help_text = parser.format_help()
+        assert "examples:\n" in help_text, name
+        lines = help_text.split("examples:\n", 1)[1].splitlines()
+        examples = [line.strip() for line in itertools.takewhile(lambda x: x.startswith("  "), lines)]
+        assert examples, name
+        for example in examples:
+            argv = shlex.split(example.split(" | ")[0], comments=True)
+            assert argv[0] == "rankbridge", example
+            build_parser().parse_args(argv[1:])  # exits (SystemExit) on an example that does not parse

@@ -22,4 +22,15 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 def add_cli(subparsers: Any) -> None:
     """Register ``rankbridge metrics`` on an ``argparse`` subparsers object."""
-    add_command(subparsers, "metrics", _cmd_metrics, help="list the metrics and their trec_eval names")
+    add_command(
+        subparsers,
+        "metrics",
+        _cmd_metrics,
+        help="list the metrics and their trec_eval names",
+        epilog="@k is a cut-off (in brackets: optional), (rel=N) the lowest label that counts as relevant\n"
+        "(default 1). Every command's -m takes these names, their trec_eval names and short forms.\n"
+        "examples:\n"
+        "  rankbridge metrics\n"
+        "  rankbridge metrics | grep ndcg\n"
+        "  rankbridge evaluate qrels.txt run.txt -m ndcg@10 -m 'P@5(rel=2)' -m recip_rank",
+    )

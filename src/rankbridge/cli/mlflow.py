@@ -64,7 +64,15 @@ def add_cli(subparsers: Any) -> None:
     >>> args.run, args.metric, args.tracking_uri, args.no_report
     (['a.txt'], ['ndcg@10'], 'sqlite:///x.db', False)
     """
-    p = subparsers.add_parser("mlflow", help="log evaluations and comparisons into MLflow")
+    p = subparsers.add_parser(
+        "mlflow",
+        help="log evaluations and comparisons into MLflow",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="One run is evaluated, several are compared with the first (or --baseline); see 'mlflow log --help'.\n"
+        "examples:\n"
+        "  rankbridge mlflow log qrels.txt bm25.txt -m ndcg@10 -m mrr@10\n"
+        "  rankbridge mlflow log qrels.txt bm25.txt dense.txt --experiment retrieval --run-name nightly",
+    )
     sub = p.add_subparsers(dest="mlflow_command", metavar="{log}")
     sub.required = True
     lg = add_command(
