@@ -216,8 +216,9 @@ def write_run(
     A ``.jsonl`` name gets JSON Lines (:func:`write_run_jsonl`: rank order, scores, texts, metadata,
     errors and latencies; ``tag`` renames the run). A ``.parquet`` name gets a table of one row per hit
     (:func:`write_run_parquet`: rank order and scores, read back as written, and texts for other tools;
-    named after the file when read, so ``tag`` is refused). A name of another format (``.json``, ``.csv``, ``.feather``, ...) is refused with an
-    :class:`~rankbridge.errors.InputError`. Any other name gets a TREC run file
+    named after the file when read, so ``tag`` is refused). A name of another format (``.json``,
+    ``.csv``, ``.feather``, ...) is refused with an :class:`~rankbridge.errors.InputError`. Any other
+    name gets a TREC run file
     (:func:`rankbridge.io.trec.write_run`: ids and scores, rank order kept).
 
     Examples
