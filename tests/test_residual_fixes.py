@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import itertools
 import re
-import shlex
 import typing
 import warnings
 from pathlib import Path
@@ -198,24 +196,13 @@ def test_captured_non_numeric_score_is_not_blamed_on_the_doc_id() -> None:
     assert not any("no usable doc id: result at rank 1 has a non-numeric score" in e for e in errors)
 
 
-# -- 5. every command's --help has examples (as the README says), and they parse -------------------------------------
-def _commands() -> dict[str, argparse.ArgumentParser]:
-    (sub,) = (a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return dict(sub.choices)
-
-
-def test_every_command_help_has_examples_that_parse() -> None:
+# -- 5. every command's --help has examples, as the README says (test_audit_forms parses every example) ------------
+def test_every_command_the_readme_lists_has_examples_in_its_help() -> None:
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    listed = re.search(r"`rankbridge ([a-z |\n]+)`; each has `--help` with examples", readme)[1]  # type: ignore[index]
-    commands = _commands()
-    assert set(re.split(r"\s*\|\s*", listed)) == set(commands)
-    for name, parser in commands.items():
-        help_text = parser.format_help()
-        assert "examples:\n" in help_text, name
-        lines = help_text.split("examples:\n", 1)[1].splitlines()
-        examples = [line.strip() for line in itertools.takewhile(lambda x: x.startswith("  "), lines)]
-        assert examples, name
-        for example in examples:
-            argv = shlex.split(example.split(" | ")[0], comments=True)
-            assert argv[0] == "rankbridge", example
-            build_parser().parse_args(argv[1:])  # exits (SystemExit) on an example that does not parse
+    listed = re.search(r"`rankbridge ([a-z |\n]+)`; each has `--help` with examples", readme)
+    assert listed is not None
+    (sub,) = (a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(re.split(r"\s*\|\s*", listed[1])) == set(sub.choices)
+    for name, parser in sub.choices.items():
+        lines = parser.format_help().partition("examples:\n")[2].splitlines()
+        assert [line for line in lines[:1] if line.startswith(f"  rankbridge {name}")], name

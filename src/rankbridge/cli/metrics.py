@@ -31,6 +31,6 @@ def add_cli(subparsers: Any) -> None:
         "(default 1). Every command's -m takes these names, their trec_eval names and short forms.\n"
         "examples:\n"
         "  rankbridge metrics\n"
-        "  rankbridge metrics | grep ndcg\n"
-        "  rankbridge evaluate qrels.txt run.txt -m ndcg@10 -m 'P@5(rel=2)' -m recip_rank",
+        "  rankbridge evaluate qrels.txt run.txt -m ndcg@10 -m 'P@5(rel=2)' -m recip_rank\n"
+        "  rankbridge compare qrels.txt bm25.txt dense.txt -m ndcg_cut_10 -m mrr@10",
     )
