@@ -524,7 +524,10 @@ def write_run_parquet(run: Run | Mapping[str, Mapping[str, float]], path: str | 
     >>> read_run_parquet(p).ranking("q1")
     ['d2', 'd1']
     """
-    _import_module("pyarrow")
+    pa, pq = _import_module("pyarrow"), _import_module("pyarrow.parquet")
     frame = (run if isinstance(run, Run) else Run.from_scores(run)).to_pandas()
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    # the mark where pandas >= 2.1 keeps df.attrs, written here so that older pandas writes it too
+    metadata = {**(table.schema.metadata or {}), b"PANDAS_ATTRS": json.dumps(frame.attrs).encode()}
     with atomic_path(path) as tmp:
-        frame.to_parquet(tmp, index=False)  # pandas writes df.attrs (the mark) into the file's metadata
+        pq.write_table(table.replace_schema_metadata(metadata), tmp)
