@@ -1350,7 +1350,8 @@ class Run(Mapping[str, "Mapping[str, float] | Sequence[Hit]"]):
         with ranked queries is marked in ``df.attrs["rankbridge"]`` (``{"order": "rank", ...}``, with a
         digest of the ``rank`` and ``score`` columns): the readers rank a marked frame by ``rank``
         while those two columns are unchanged. pandas keeps the mark through copies, slices and
-        ``df.to_parquet`` (:func:`rankbridge.io.read_run_parquet` reads it); ``pa.Table.from_pandas``
+        ``df.to_parquet`` (pandas >= 2.1; :func:`rankbridge.io.write_run_parquet` writes it on any
+        pandas, and :func:`rankbridge.io.read_run_parquet` reads it); ``pa.Table.from_pandas``
         and polars drop it, and a frame re-scored, filtered or re-sorted loses it: such a table is
         ranked by score again, and a :class:`~rankbridge.errors.RankColumnWarning` says when its
         ``rank`` column orders some queries otherwise (pass ``rank_col="rank"`` to rank by it).
