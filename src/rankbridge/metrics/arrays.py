@@ -193,21 +193,21 @@ def _judged_only(table: _ArrayTable) -> _ArrayTable:
     a query of the run without a judgment is not evaluated (averaged in, it would score 0 and lower every
     mean). The rows kept stay in their order; the hits, sorted by row, stay sorted under the renumbering.
     """
-    judged = np.zeros(table.num_queries, dtype=bool)
-    judged[table.judged_query] = True
-    if judged.all():  # the usual case: one pass over the judgments' query indices
+    jq, n_q = table.judged_query, table.num_queries
+    if len(jq) >= n_q and int(np.count_nonzero(jq[1:] != jq[:-1])) + 1 == n_q:  # the usual case (jq is sorted)
         return table
+    judged = np.zeros(n_q, dtype=bool)
+    judged[jq] = True
     row = np.cumsum(judged) - 1  # old row -> new row, for the rows kept
-    keep = judged.tolist()
     return _ArrayTable(
-        query_ids=tuple(compress(table.query_ids, keep)),
+        query_ids=tuple(compress(table.query_ids, judged.tolist())),
         n_ret=table.n_ret[judged],
         hit_query=row[table.hit_query],
         hit_rank=table.hit_rank,
         hit_label=table.hit_label,
-        judged_query=row[table.judged_query],
+        judged_query=row[jq],
         judged_label=table.judged_label,
-        unjudged=tuple(sorted(compress(table.query_ids, [not k for k in keep]))),
+        unjudged=tuple(sorted(compress(table.query_ids, (~judged).tolist()))),  # sorted, as evaluate lists them
     )
 
 
