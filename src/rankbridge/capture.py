@@ -1054,7 +1054,7 @@ class QueryMatcher:
                 f"({first!r}), and the others ({second!r}...) show as missing: give each question a text of "
                 "its own, or ask each under rankbridge.capture.query_id(qid)"
             ),
-            stacklevel=3,
+            stacklevel=4,  # the caller of capture() (of the function that made this matcher)
         )
 
     def match(self, text: str, explicit_id: str | None) -> tuple[str, str]:
