@@ -125,6 +125,11 @@ def test_most_queries_missing_from_the_run_warn_with_the_counts_and_the_cause(
     # missing='zero' passed asks for those zeros (trec_eval -c): the summary counts them, quietly
     asked_zero = rb.evaluate(golden.qrels, run, ["ndcg@10"], missing="zero")
     assert asked_zero.notes == () and asked_zero.mean == ev.mean
+    # query ids spelled otherwise than the qrels': the warning names one
+    renamed = Run.from_ranked({q.id.upper(): run.ranking(q.id) for q in golden.queries}, name="renamed")
+    upper = golden.queries[0].id.upper()
+    with pytest.warns(RunCoverageWarning, match=rf"{asked} of the run's queries are not in the qrels \(e.g. '{upper}'"):
+        rb.evaluate(golden.qrels, renamed, ["ndcg@10"])
     # half missing is not most: quiet
     half = GoldenSet(full.queries[: n // 2], full.qrels, corpus=full.corpus)
     half_run = Run(name="half")

@@ -582,6 +582,11 @@ def _suspicious(ev: Evaluation, *, missing_given: bool, stacklevel: int) -> Eval
             "full.qrels)): pass the GoldenSet itself, which scores its own questions, or missing='skip' to "
             "average over the run's queries"
         )
+        if ev.unjudged:  # the run has queries of its own: their ids may be spelled otherwise than the qrels'
+            message += (
+                f". {len(ev.unjudged)} of the run's queries are not in the qrels (e.g. {ev.unjudged[0]!r}): are "
+                "the query ids spelled as the qrels spell them?"
+            )
         warnings.warn(RunCoverageWarning(f"evaluate: {message}"), stacklevel=stacklevel)
         notes.append(message)
     tried = evaluated + failed
