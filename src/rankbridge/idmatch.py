@@ -15,7 +15,13 @@ a silently wrong number. This module tells a real score from that:
 * when the ids in use do not match, every other **id source** a result offers -- the object's own id,
   ``ref_doc_id``, each ``metadata:KEY`` with a string or integer value -- is tried on the same results.
   One that matches (and is not tied with another that gives different ids) is the resolution;
-  otherwise the mismatch is reported with what the results carry.
+  otherwise the mismatch is reported with what the results carry;
+* a source that matches is still **not an id** when the evidence says it names something else: with a
+  corpus that has texts, the results' texts must be in the documents it names (a page number that happens
+  to be a numeric corpus id names documents that do not contain the chunk); without texts to compare, a
+  source of numbers must not name far fewer distinct ids than there are distinct results (12 page numbers
+  over 48 distinct chunks). Such a source is never chosen automatically; the report says why, and ``id_from=`` naming it
+  still uses it.
 
 :func:`check_results` judges raw framework results (the runner's probe, live capture);
 :func:`check_run` judges a finished :class:`~rankbridge.Run` from its hits' ids and metadata.
@@ -38,6 +44,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import numbers
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -64,6 +72,18 @@ SAMPLE_HITS = 20_000
 SAMPLE_DEPTH = 100
 #: Fewer results than this, with qrels only, say too little to call a mismatch.
 MIN_HITS_QRELS_ONLY = 20
+#: A result's text is in the document an id names when this share of its word trigrams occur there (a chunk
+#: of the document: about all of them; a chunk of another document: about none, however long the document).
+TEXT_SUPPORT = 0.5
+#: A matching source whose ids are checked against corpus texts: at most this many results are compared,
+#: and fewer than :data:`MIN_TEXT_CHECKS` comparable ones (texts of a few words, no texts) say nothing.
+TEXT_CHECKS = 200
+MIN_TEXT_CHECKS = 5
+#: Without texts to compare: a source of numbers naming at most one distinct id per :data:`COARSE_RATIO`
+#: distinct results, over at least :data:`COARSE_MIN_RESULTS` of them, is a label (a page number), not an id.
+#: (Ids like "doc-3" do not coincide with labels; small integers do, with BEIR-style numeric corpus ids.)
+COARSE_RATIO = 3
+COARSE_MIN_RESULTS = 20
 
 Status = Literal["ok", "resolved", "mismatch", "ambiguous", "unchecked"]
 
@@ -120,12 +140,12 @@ def _known(golden: GoldenSet | Qrels | Mapping[str, Mapping[str, Any]]) -> tuple
 
 
 def _scalar_id(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return None
+    """A value that can be an id, as a str: a non-empty str, or any integral but a bool (``np.int64`` from a
+    DataFrame too, as its decimal digits, which is how :func:`rankbridge.retriever.resolve_id` reads it)."""
     if isinstance(value, str):
         return value if value and len(value) <= 512 else None
-    if isinstance(value, int):
-        return str(value)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return str(int(value))
     return None
 
 
@@ -134,7 +154,8 @@ def candidate_ids(obj: Any) -> dict[str, str]:
 
     ``obj`` is a raw framework result (a LlamaIndex ``NodeWithScore`` or node, a LangChain ``Document`` or
     ``(Document, score)`` pair), a :class:`~rankbridge.Hit`, a dict or an id string. Metadata values count
-    only when they are strings or integers (a page number counts too: it simply will not match).
+    only when they are strings or integers (``np.int64`` too). A page number counts as well: it does not
+    match, or when it happens to be a corpus id, :func:`check_results` tells it from an id.
 
     Examples
     --------
@@ -191,6 +212,9 @@ class IdReport:
         A few ids in use that matched nothing, and a few ids the golden set knows.
     tied:
         With ``"ambiguous"``: the sources that match about equally well.
+    refused:
+        Sources that match but are not ids, never chosen automatically -> why (their ids name corpus
+        documents that do not contain the results' texts, or far fewer distinct ids than results).
     """
 
     status: Status
@@ -202,6 +226,7 @@ class IdReport:
     unmatched_examples: tuple[str, ...] = ()
     known_examples: tuple[str, ...] = ()
     tied: tuple[str, ...] = ()
+    refused: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -231,8 +256,19 @@ class IdReport:
             return text + f" Under id_from={self.chosen!r} {self._count(self.chosen)} are."
         if self.status == "ambiguous":
             options = " and ".join(f"id_from={s!r} ({self.shares[s]:.0%})" for s in self.tied)
-            return text + f" Both {options} match but give different ids: pass the one your qrels judge."
+            doubts = "".join(f" ({s!r} looks like no id: {why}.)" for s, why in self.refused.items() if s in self.tied)
+            return text + f" Both {options} match but give different ids: pass the one your qrels judge.{doubts}"
         others = sorted((s for s in self.shares if s != self.current), key=lambda s: -self.shares[s])
+        if self.refused and self.status == "mismatch":
+            named = " ".join(
+                f"{s!r} matches {self._count(s)} but is not taken automatically: {why}."
+                for s, why in self.refused.items()
+            )
+            pick = next(iter(self.refused))
+            return (
+                text + f" {named} If it is the doc id your qrels judge, pass id_from={pick!r} explicitly; otherwise "
+                "pass the id source (a callable on the result works too) or doc_map= that names them."
+            )
         if others:
             best = ", ".join(f"{s!r} {self.shares[s]:.0%}" for s in others[:4])
             carried = f" No id source of the results matches (tried {best})."
@@ -244,12 +280,95 @@ class IdReport:
         )
 
 
+_WORDS = re.compile(r"\w+")
+
+
+def _trigrams(text: str) -> set[tuple[str, ...]]:
+    words = _WORDS.findall(text.lower())
+    return set(zip(words, words[1:], words[2:], strict=False))
+
+
+def _doc_text(entry: Any) -> str | None:
+    """The text of a corpus entry (``{"title": ..., "text": ...}`` or a str), ``None`` when it has none."""
+    if isinstance(entry, str):
+        return entry or None
+    if isinstance(entry, Mapping):
+        parts = [entry[key] for key in ("title", "text") if isinstance(entry.get(key), str)]
+        return "\n".join(parts) or None
+    return None
+
+
+def _text_support(
+    values: Sequence[str | None], texts: Sequence[str | None], corpus: Mapping[str, Any]
+) -> tuple[int, int]:
+    """(results compared, results whose text is in the corpus document their id names), up to ``TEXT_CHECKS``."""
+    grams_of: dict[str, set[tuple[str, ...]]] = {}
+    checked = supported = 0
+    for doc, text in zip(values, texts, strict=True):
+        if doc is None or text is None or doc not in corpus:
+            continue
+        grams = _trigrams(text)
+        if len(grams) < 3:  # a text of a few words is in many documents
+            continue
+        doc_grams = grams_of.get(doc)
+        if doc_grams is None:
+            body = _doc_text(corpus[doc])
+            doc_grams = grams_of[doc] = _trigrams(body) if body else set()
+        if not doc_grams:
+            continue
+        checked += 1
+        supported += len(grams & doc_grams) >= TEXT_SUPPORT * len(grams)
+        if checked >= TEXT_CHECKS:
+            break
+    return checked, supported
+
+
+def _not_an_id(
+    source: str,
+    candidates: Sequence[Mapping[str, str]],
+    current: Sequence[str | None],
+    texts: Sequence[str | None] | None,
+    known: _Known,
+) -> str | None:
+    """Why ``source``, which matches, is not an id (``None``: nothing says so).
+
+    With corpus texts and result texts, the texts decide: a chunk is in the document its id names. Without,
+    a source of numbers naming few distinct ids over many distinct results is a label (page numbers, a
+    position), not the id of what was retrieved: a coincidence with numeric corpus ids ("0".."251") would
+    otherwise score pages as documents, a silently wrong number.
+    """
+    values = [cand.get(source) for cand in candidates]
+    if texts is not None and known.corpus is not None:
+        checked, supported = _text_support(values, texts, known.corpus)
+        if checked >= MIN_TEXT_CHECKS:
+            if supported >= CORPUS_SHARE * checked:
+                return None
+            return (
+                f"the texts of {checked - supported} of {checked} results compared are not in the corpus documents "
+                "it names, so its values name something else (a page number, a position?)"
+            )
+    if source in ("id", "ref_doc_id"):  # an object's own id, LlamaIndex's chunk -> document link: ids by design
+        return None
+    named = {v for v in values if v is not None}
+    if not all(v.isdigit() for v in named):  # only numbers coincide with ids by accident ("3": page or doc?)
+        return None
+    keys = [c if c is not None else t for c, t in zip(current, texts or itertools.repeat(None), strict=False)]
+    distinct = len(set(keys) - {None})
+    if distinct >= COARSE_MIN_RESULTS and len(named) * COARSE_RATIO <= distinct:
+        return (
+            f"it names {len(named)} distinct number{'s' if len(named) != 1 else ''} over {distinct} distinct "
+            "results, a label (a page number, a position?) rather than the id of what was retrieved"
+        )
+    return None
+
+
 def _decide(
     candidates: Sequence[Mapping[str, str]],
     current: Sequence[str | None],
     current_label: str,
     known: _Known,
     with_corpus: bool,
+    texts: Sequence[str | None] | None = None,
 ) -> IdReport:
     n = len(current)
     if n == 0 or not known:
@@ -274,17 +393,30 @@ def _decide(
         if mine > 0 or n < MIN_HITS_QRELS_ONLY:
             return IdReport("ok", current_label, current_label, **base)  # type: ignore[arg-type]
         better = [s for s in shares if s != current_label and shares[s] * n >= QRELS_MIN_MATCHES]
-    if not better:
-        return IdReport("mismatch", current_label, None, unmatched_examples=unmatched, known_examples=examples, **base)  # type: ignore[arg-type]
+    refused: dict[str, str] = {}
+    for s in better:
+        why = _not_an_id(s, candidates, current, texts, known)
+        if why is not None:
+            refused[s] = why
     # prefer LlamaIndex's own chunk -> document link, then metadata keys in the order the results list them
     better.sort(key=lambda s: (-shares[s], s != "ref_doc_id"))
-    top = better[0]
+    accepted = [s for s in better if s not in refused]
+    if not accepted:
+        return IdReport(
+            "mismatch", current_label, None, unmatched_examples=unmatched, known_examples=examples,
+            refused=refused, **base,  # type: ignore[arg-type]
+        )  # fmt: skip
+    top = accepted[0]
     values = [cand.get(top) for cand in candidates]
-    tied = [s for s in better[1:] if shares[top] - shares[s] < 0.1 and [cand.get(s) for cand in candidates] != values]
+    # a refused source still makes a tie: refusing one is a judgement, and a tie is the user's to settle
+    tied = [
+        s for s in better
+        if s != top and abs(shares[top] - shares[s]) < 0.1 and [cand.get(s) for cand in candidates] != values
+    ]  # fmt: skip
     if tied:
         return IdReport(
             "ambiguous", current_label, None, unmatched_examples=unmatched, known_examples=examples,
-            tied=(top, *tied), **base,  # type: ignore[arg-type]
+            tied=(top, *tied), refused=refused, **base,  # type: ignore[arg-type]
         )  # fmt: skip
     return IdReport("resolved", current_label, top, unmatched_examples=unmatched, known_examples=examples, **base)  # type: ignore[arg-type]
 
@@ -316,20 +448,26 @@ def check_results(
     ('resolved', 'metadata:source')
     """
     # lazy: retriever.py loads asyncio; evaluate() reaches this module and `import rankbridge` stays without it
-    from rankbridge.retriever import _resolve, _spec_name, _unwrap, id_sources
+    from rankbridge.retriever import _resolve, _spec_name, _text, _unwrap, id_sources
 
     specs = id_sources(id_from)
     label = _spec_name(specs[0]) if len(specs) == 1 else repr([_spec_name(s) for s in specs])
     candidates: list[dict[str, str]] = []
     current: list[str | None] = []
+    texts: list[str | None] = []
     for item in results:
         candidates.append(candidate_ids(item))
+        obj = _unwrap(item)[0]
         try:
-            current.append(_resolve(_unwrap(item)[0], specs)[0])
+            current.append(_resolve(obj, specs)[0])
         except Exception:  # an id source that cannot read this result simply gives no id
             current.append(None)
+        try:
+            texts.append(None if isinstance(obj, str) else _text(obj))
+        except Exception:  # a result whose text cannot be read has none to compare
+            texts.append(None)
     known, with_corpus = _known(golden)
-    return _decide(candidates, current, label, known, with_corpus)
+    return _decide(candidates, current, label, known, with_corpus, texts)
 
 
 def _sample_hits(data: Mapping[str, Any], limit: int) -> list[Hit]:
@@ -408,7 +546,7 @@ def check_run(
         return IdReport(status, label or "id", chosen, {label or "id": share}, len(ids), with_corpus)
     hits = _sample_hits(data, sample)  # a mismatch: look at what else the hits carry
     candidates = [{k: v for k, v in candidate_ids(h).items() if k != "id"} for h in hits]
-    return _decide(candidates, [h.doc_id for h in hits], label or "id", known, with_corpus)
+    return _decide(candidates, [h.doc_id for h in hits], label or "id", known, with_corpus, [h.text for h in hits])
 
 
 def remap_ids(run: Run, id_from: str | Callable[[Hit], Any]) -> Run:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import numbers
 import operator
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -171,8 +172,8 @@ def _own_id(obj: Any) -> Any:
             if obj.get(key) not in (None, ""):
                 return obj[key]
         return None
-    if isinstance(obj, int) and not isinstance(obj, bool):
-        return str(obj)
+    if isinstance(obj, numbers.Integral) and not isinstance(obj, bool):  # np.int64 from a DataFrame too
+        return str(int(obj))
     cls = type(obj)
     kind = _ID_KIND.get(cls)
     if kind is None:
@@ -224,7 +225,7 @@ def result_attributes(obj: Any) -> tuple[str, str] | None:
     >>> result_attributes(Doc()), result_attributes("d1")
     (('id', 'page_content'), None)
     """
-    if isinstance(obj, (str, Hit, Mapping, int)):
+    if isinstance(obj, (str, Hit, Mapping, numbers.Integral)):
         return None
     _own_id(obj)
     _text(obj)
@@ -317,12 +318,42 @@ def _resolve(obj: Any, specs: tuple[str | Callable[[Any], Any], ...]) -> tuple[s
             value = meta.get(source[9:]) if meta is not None else None
         if value is None or value == "":
             continue
-        if isinstance(value, bool) or not isinstance(value, (str, int)):
+        if type(value) is str:
+            return value, _spec_name(source)
+        if isinstance(value, bool) or not isinstance(value, (str, numbers.Integral)):
             raise RetrievalError(
-                f"id source {_spec_name(source)!r} gave a {type(value).__name__} ({value!r}); expected a str id"
+                f"id source {_spec_name(source)!r} gave a {type(value).__name__} ({value!r}); expected a str id "
+                "(or an integer, read as its digits)"
             )
-        return str(value), _spec_name(source)
+        # any integral (np.int64 from a DataFrame) as its decimal digits, as rankbridge.idmatch reads it
+        return (str(value) if isinstance(value, str) else str(int(value))), _spec_name(source)
     return None, None
+
+
+def _no_id_hint(obj: Any, specs: tuple[str | Callable[[Any], Any], ...]) -> str:
+    """What to pass when ``obj`` gives no id under ``specs``: a source it carries, after the ones tried."""
+    names = [_spec_name(s) for s in specs]
+    try:
+        keys = [key for key in list(_metadata(obj) or {})[:50] if isinstance(key, str)]
+    except Exception:  # metadata that cannot be listed gives no hint; the error it belongs to is raised
+        keys = []
+    # LlamaIndex's chunk -> document link first, the object's own id (often a UUID) last
+    carried = []
+    for source in ("ref_doc_id", *(f"metadata:{key}" for key in keys), "id"):
+        try:
+            if source not in names and _resolve(obj, (source,))[0] is not None:
+                carried.append(source)
+        except RetrievalError:  # a value that is no id (a float, a list) is no hint
+            pass
+    last = "or add 'content_hash' as a last resort"
+    if not carried:
+        return f"pass id_from= (a 'metadata:KEY' the results carry, a callable, {last})"
+    has = ", ".join(repr(c) for c in carried[:3])
+    # with sources in use, they stay first: a list tries them in order and the next one names the other results
+    if names == ["id"]:
+        return f"it carries {has}: pass id_from={carried[0]!r} (or a callable, {last})"
+    spec = [*names, carried[0]]
+    return f"it carries {has}: pass id_from={spec!r} (a list tries sources in order; or a callable, {last})"
 
 
 def normalize_hits(
@@ -428,8 +459,7 @@ def _normalize(
         if doc_id is None:
             tried = ", ".join(repr(_spec_name(s)) for s in specs)
             raise RetrievalError(
-                f"result at rank {rank} ({type(obj).__name__}) has no doc id from {tried}; pass id_from= "
-                "(e.g. 'metadata:doc_id', a callable, or add 'content_hash' as a last resort)"
+                f"result at rank {rank} ({type(obj).__name__}) has no doc id from {tried}; {_no_id_hint(obj, specs)}"
             )
         if source == "content_hash":
             hashed += 1
