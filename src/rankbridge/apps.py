@@ -666,10 +666,10 @@ def _build(plan: _Plan, interrupted: bool) -> Run:
     return run
 
 
-def _refuse_failed(run: Run, keep_going: bool) -> Run:
+def _refuse_failed(run: Run, keep_going: bool, caller: str) -> Run:
     """The run, unless most questions failed alike: the runner's rule (and message), so that an app run and a
     retriever run stop on the same failures."""
-    return runner._refuse_suspicious(run, None, check_ids=False, keep_going=keep_going)
+    return runner._refuse_suspicious(run, None, check_ids=False, keep_going=keep_going, caller=caller)
 
 
 @contextlib.contextmanager
@@ -776,7 +776,7 @@ def run_app(
     )  # fmt: skip
     with _asking(plan, progress):
         interrupted = _ask_all(plan)
-    return _refuse_failed(_build(plan, interrupted), keep_going)
+    return _refuse_failed(_build(plan, interrupted), keep_going, "run_app")
 
 
 async def arun_app(
@@ -818,4 +818,4 @@ async def arun_app(
     )  # fmt: skip
     with _asking(plan, progress):
         await _aask_all(plan)
-    return _refuse_failed(_build(plan, False), keep_going)
+    return _refuse_failed(_build(plan, False), keep_going, "arun_app")

@@ -699,15 +699,17 @@ def _refuse_suspicious(
     keep_going: bool,
     aborted: tuple[int, str] | None = None,
     failures: Mapping[str, Failure] | None = None,
+    caller: str = "run_retriever",
 ) -> Run:
     """Refuse a run that mostly failed alike, or whose ids match nothing the golden set knows.
 
-    ``failures`` are the typed failures of a retriever run; an app run has only its messages.
+    ``failures`` are the typed failures of a retriever run; an app run has only its messages. ``caller``
+    (the public function the user called) leads the messages.
     """
     if aborted is not None:
         count, message = aborted
         err = RetrievalError(
-            f"run_retriever: the first {count} queries all failed with the same error, so the run was stopped "
+            f"{caller}: the first {count} queries all failed with the same error, so the run was stopped "
             f"(pass keep_going=True to run every query anyway): {message}"
         )
         err.run = run  # type: ignore[attr-defined]
@@ -720,7 +722,7 @@ def _refuse_suspicious(
         text, n = alike.most_common(1)[0]
         if n >= FAIL_FAST and n > len(run.query_ids()) / 2:
             err = RetrievalError(
-                f"run_retriever: {n} of {len(run.query_ids())} queries failed with the same error (pass "
+                f"{caller}: {n} of {len(run.query_ids())} queries failed with the same error (pass "
                 f"keep_going=True to keep such a run; it is on this exception's .run): {text}"
             )
             err.run = run  # type: ignore[attr-defined]
@@ -729,7 +731,7 @@ def _refuse_suspicious(
         report = check_run(run, golden)
         if not report.ok:
             raise IdMismatchError(
-                f"run_retriever: the run's doc ids do not match the golden set {golden.name!r}: "
+                f"{caller}: the run's doc ids do not match the golden set {golden.name!r}: "
                 f"{report.message()} (the run is on this exception's .run; check_ids=False keeps it.)",
                 suggestion=report.chosen,
                 report=report,
