@@ -153,6 +153,27 @@ def test_langchain_page_metadata_over_numeric_corpus_ids_is_refused(golden: Gold
         _ = cap.run  # live capture resolves by the same rule
 
 
+def test_a_coincidence_that_holds_on_the_probe_queries_is_caught_on_the_whole_run(
+    golden: GoldenSet, texts: list[str]
+) -> None:
+    """Pages 0..11 are the corpus ids of the first 12 passages, the ones the first questions retrieve: the
+    probe cannot tell them from ids, the finished run can."""
+    docs = [LCDocument(page_content=t, metadata={"page": i % 12}) for i, t in enumerate(texts)]
+    bm25 = LCBM25.from_documents(lc_chunks(docs), k=10)
+    probe = [d for q in golden.queries[:5] for d in bm25.invoke(q.text)]
+    assert check_results(probe, golden).chosen == "metadata:page"  # on those queries, page == corpus id
+    with pytest.raises(IdMismatchError) as info:
+        rb.run_retriever(bm25, golden, progress=False)
+    err = info.value
+    assert err.run is not None and err.run.config["id_resolution"]["to"] == "metadata:page"  # type: ignore[attr-defined]
+    assert set(err.report.refused) == {"metadata:page"}  # type: ignore[attr-defined]
+    assert "pass id_from='metadata:page' explicitly" in str(err)
+    explicit = rb.run_retriever(bm25, golden, id_from="metadata:page", progress=False)  # asked for: kept
+    assert {q: explicit.ranking(q) for q in explicit} == direct_lists(
+        golden, bm25.invoke, lambda d: str(d.metadata["page"])
+    )
+
+
 def test_without_a_corpus_a_key_naming_few_ids_over_many_results_is_refused(texts: list[str]) -> None:
     qrels_only = numeric(with_corpus=False)
     docs = [LIDocument(text=t, metadata={"page": i % 12 + 1}) for i, t in enumerate(texts)]

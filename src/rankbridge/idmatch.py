@@ -323,6 +323,19 @@ def _text_support(
     return checked, supported
 
 
+def _text_verdict(values: Sequence[str | None], texts: Sequence[str | None], corpus: Mapping[str, Any]) -> str | None:
+    """What the texts say of ids ``values``: ``""`` (theirs), why not, or ``None`` (too few to compare)."""
+    checked, supported = _text_support(values, texts, corpus)
+    if checked < MIN_TEXT_CHECKS:
+        return None
+    if supported >= CORPUS_SHARE * checked:
+        return ""
+    return (
+        f"the texts of {checked - supported} of {checked} results compared are not in the corpus documents "
+        "it names, so its values name something else (a page number, a position?)"
+    )
+
+
 def _not_an_id(
     source: str,
     candidates: Sequence[Mapping[str, str]],
@@ -339,14 +352,9 @@ def _not_an_id(
     """
     values = [cand.get(source) for cand in candidates]
     if texts is not None and known.corpus is not None:
-        checked, supported = _text_support(values, texts, known.corpus)
-        if checked >= MIN_TEXT_CHECKS:
-            if supported >= CORPUS_SHARE * checked:
-                return None
-            return (
-                f"the texts of {checked - supported} of {checked} results compared are not in the corpus documents "
-                "it names, so its values name something else (a page number, a position?)"
-            )
+        verdict = _text_verdict(values, texts, known.corpus)
+        if verdict is not None:
+            return verdict or None
     if source in ("id", "ref_doc_id"):  # an object's own id, LlamaIndex's chunk -> document link: ids by design
         return None
     named = {v for v in values if v is not None}
@@ -543,6 +551,17 @@ def check_run(
         share = sum(map(known.contains(), ids)) / len(ids) if ids else 0.0
         status: Status = "ok" if ids and known else "unchecked"
         chosen = (label or "id") if status == "ok" else None
+        resolution = config.get("id_resolution")
+        if status == "ok" and known.corpus is not None and isinstance(resolution, Mapping) and resolution.get("auto"):
+            # chosen automatically on a few queries: the whole sample must bear it out (a page number that
+            # equals the corpus id of the first documents, and not of the rest, is still no id)
+            hits = _sample_hits(data, sample)
+            why = _text_verdict([h.doc_id for h in hits], [h.text for h in hits], known.corpus)
+            if why:
+                return IdReport(
+                    "mismatch", label or "id", None, {label or "id": share}, len(ids), with_corpus,
+                    known_examples=known.examples(), refused={label or "id": why},
+                )  # fmt: skip
         return IdReport(status, label or "id", chosen, {label or "id": share}, len(ids), with_corpus)
     hits = _sample_hits(data, sample)  # a mismatch: look at what else the hits carry
     candidates = [{k: v for k, v in candidate_ids(h).items() if k != "id"} for h in hits]
