@@ -556,6 +556,7 @@ def check_run(
             # chosen automatically on a few queries: the whole sample must bear it out (a page number that
             # equals the corpus id of the first documents, and not of the rest, is still no id)
             hits = _sample_hits(data, sample)
+            hits = hits[:: max(1, len(hits) // TEXT_CHECKS)]  # spread over the sample, not its first queries
             why = _text_verdict([h.doc_id for h in hits], [h.text for h in hits], known.corpus)
             if why:
                 return IdReport(
