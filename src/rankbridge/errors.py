@@ -297,7 +297,8 @@ class GoldenSetWarning(UserWarning):
 
 class RunCoverageWarning(UserWarning):
     """Most of the queries scored are not in the run (missing from it, or their retrieval failed): the means
-    say more about the queries the run lacks than about the retriever."""
+    say more about the queries the run lacks than about the retriever. Also: every list of a run is shorter
+    than the ``k`` asked for, since the retriever's own top-k caps it (:func:`rankbridge.run_retriever`)."""
 
 
 class RankColumnWarning(UserWarning):

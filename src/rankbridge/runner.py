@@ -56,6 +56,7 @@ import copy
 import json
 import os
 import threading
+import warnings
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -70,9 +71,11 @@ from rankbridge.errors import (
     InputError,
     ParseError,
     RetrievalError,
+    RunCoverageWarning,
 )
 from rankbridge.evaluate import count_clauses
 from rankbridge.frameworks import DEFAULT_K, AdapterBase, Staged, adapt
+from rankbridge.frameworks.base import ignored_k
 from rankbridge.idmatch import check_results, check_run
 from rankbridge.io._atomic import atomic_write
 from rankbridge.retriever import _normalize, _spec_name
@@ -672,23 +675,63 @@ def _finish(p: _Prepared, interrupted: bool, total: int) -> Run:
     return run
 
 
-def _check_outcome(p: _Prepared, run: Run) -> Run:
+def _check_outcome(p: _Prepared, run: Run, caller: str) -> Run:
     if p.rec.write_error is not None:
         done = len(run.query_ids())
         raise CheckpointError(
-            f"run_retriever: could not write the checkpoint {run.config.get('checkpoint')}: {p.rec.write_error}. "
+            f"{caller}: could not write the checkpoint {run.config.get('checkpoint')}: {p.rec.write_error}. "
             f"The run stopped; the {done} queries that finished are on this exception's .run, and a call with "
             "the same checkpoint resumes after the last line written",
             run=run,
         )
-    return _refuse_suspicious(
+    _refuse_suspicious(
         run,
         p.golden,
         check_ids=p.check_ids,
         keep_going=p.rec.keep_going,
         aborted=p.rec.aborted,
         failures=p.rec.failures,
+        caller=caller,
     )
+    return _note_short_lists(p, run, caller)
+
+
+def _note_short_lists(p: _Prepared, run: Run, caller: str) -> Run:
+    """Note (in ``run.config["short_lists"]``) a run whose every list is shorter than the k it records, when
+    the retriever's own top-k is the likely cause; with an explicit ``k``, a :class:`RunCoverageWarning` too.
+
+    The likely cause is known for a framework retriever that ``k`` does not reach (no ``similarity_top_k``, no
+    ``k`` field or ``search_kwargs``: :meth:`~rankbridge.frameworks.base.AdapterBase.k_cap`). A function
+    ``f(query, k)`` may ignore its k or sit on a store that holds fewer matches: every list of one length
+    (over two queries or more) is the sign of a top-k of its own. Quiet otherwise -- lists shorter because
+    the store holds fewer matches, or as long as the golden set's corpus -- since
+    :func:`~rankbridge.evaluate` already notes a cut-off deeper than every list. The list measured is the one
+    ``k`` sets: a query engine's or a compression retriever's ``"retrieved"`` stage (a reranker's ``top_n``
+    shortens the final list on purpose).
+    """
+    k = run.config.get("k")
+    measured = run.stages.get("retrieved", run)
+    # the entries' own lengths: reading run[q] would make Hit objects of the compact lists
+    lengths = [len(hits) for q, hits in measured._entries.items() if q not in run.errors]
+    deepest = max(lengths, default=0)
+    if not isinstance(k, int) or not deepest or deepest >= k:
+        return run
+    if p.golden is not None and p.golden.corpus and deepest >= len(p.golden.corpus):
+        return run
+    r = p.retriever
+    if isinstance(r, AdapterBase) and r.framework != "callable":
+        cap = r.k_cap(k)
+    else:  # k was passed to the call: its lists say whether it was honoured
+        cap = ignored_k(k) if len(lengths) > 1 and min(lengths) == deepest else None
+    if cap is None:
+        return run
+    explicit = run.config.get("k_requested") is not None
+    cause = cap if explicit else f"k={k} is the default, not asked for; {cap}"
+    message = f"every list is shorter than k={k}: the deepest has {deepest} hits, over {len(lengths)} queries; {cause}"
+    run.config["short_lists"] = {"k": k, "deepest": deepest, "queries": len(lengths), "message": message}
+    if explicit:
+        warnings.warn(RunCoverageWarning(f"{caller}: {message}"), stacklevel=4)
+    return run
 
 
 def _refuse_suspicious(
@@ -904,7 +947,7 @@ def run_retriever(
                 interrupted = True
     finally:
         run = _finish(p, interrupted, total)
-    return _check_outcome(p, run)
+    return _check_outcome(p, run, "run_retriever")
 
 
 async def arun_retriever(
@@ -977,7 +1020,7 @@ async def arun_retriever(
     except BaseException:
         _finish(p, False, total)
         raise
-    return _check_outcome(p, _finish(p, False, total))
+    return _check_outcome(p, _finish(p, False, total), "arun_retriever")
 
 
 # -- summary ---------------------------------------------------------------------------------------
@@ -996,6 +1039,9 @@ class RunSummary:
     id_resolution:
         When the ids the retriever returned matched nothing the golden set knows and another id source of
         its results did: what was done (``run.config["id_resolution"]["message"]``), else ``None``.
+    short_lists:
+        When every list is shorter than the run's ``k``: the depth reached and the likely cause
+        (``run.config["short_lists"]["message"]``), else ``None``.
     """
 
     name: str
@@ -1011,6 +1057,7 @@ class RunSummary:
     resumed: int
     latency_median: float | None
     id_resolution: str | None = None
+    short_lists: str | None = None
 
     def __str__(self) -> str:
         head = f"{self.queries} queries: {self.succeeded} succeeded, {self.failed} failed"
@@ -1025,6 +1072,8 @@ class RunSummary:
         text = "; ".join([head, *clauses]) + "."
         if self.id_resolution:
             text += f"\n  doc ids: {self.id_resolution}"
+        if self.short_lists:
+            text += f"\n  depth: {self.short_lists}"
         for _, msg in sorted(self.examples.items()):
             text += f"\n  e.g. {msg}"
         return text
@@ -1071,4 +1120,5 @@ def summarize(run: Run) -> RunSummary:
         resumed=int(run.config.get("resumed", 0)),
         latency_median=median,
         id_resolution=(run.config.get("id_resolution") or {}).get("message"),
+        short_lists=(run.config.get("short_lists") or {}).get("message"),
     )

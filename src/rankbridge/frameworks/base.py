@@ -40,6 +40,7 @@ __all__ = [
     "Staged",
     "as_int",
     "format_model_id",
+    "ignored_k",
     "output_params",
     "safe_attr",
     "safe_call",
@@ -167,6 +168,11 @@ class AdapterBase:
         """How many results one call asks for: ``k``, else the app's own setting (``None``: not known)."""
         return k if k is not None else self.configured_k
 
+    def k_cap(self, k: int) -> str | None:
+        """Why every list may be shorter than an explicit ``k``: the retriever's own top-k setting, which ``k``
+        does not reach; ``None`` when ``k`` was set on that setting (the store then holds fewer matches)."""
+        return ignored_k(k)
+
     # -- subclasses ---------------------------------------------------------------------------
     def _fetch(self, query: str, k: int | None) -> Any:
         """The raw results for ``query``: a list, or a :class:`Staged` when there are several lists.
@@ -243,6 +249,14 @@ class AdapterBase:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, id_from={list(map(_label, self.id_from))!r})"
+
+
+def ignored_k(k: int) -> str:
+    """The likely cause of lists all shorter than ``k`` from a retriever that was passed ``k`` itself."""
+    return (
+        f"the retriever returns its own number of results whatever k it is passed (a function f(query, k) that "
+        f"ignores k, a store's own top-k: similarity_top_k, search_kwargs={{'k': ...}}); have it return at least {k}"
+    )
 
 
 def _label(source: Any) -> str:

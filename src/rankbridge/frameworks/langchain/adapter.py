@@ -49,6 +49,9 @@ RETRIEVED = "retrieved"
 ENSEMBLE_MEMBER = "retriever:{i}"
 #: ``VectorStoreRetriever`` passes ``search_kwargs`` to ``similarity_search``, whose default k is 4.
 VECTOR_STORE_RETRIEVER_K = 4
+#: The candidates ``max_marginal_relevance_search`` fetches when ``search_kwargs`` has no ``fetch_k``
+#: (langchain-core's default: 20 for its k of 4).
+MMR_FETCH_K = 20
 
 # ``langchain_classic`` (and ``langchain`` < 1.0) hold the two wrappers; they are recognised by class name
 # and module, so this module never imports them and works without them installed.
@@ -72,6 +75,22 @@ def _field_k(r: Any) -> int | None:
         return None
     k = getattr(r, "k", None)
     return k if isinstance(k, int) and not isinstance(k, bool) else None
+
+
+def _mmr_fetch_k(r: Any, k: int) -> dict[str, int]:
+    """``{"fetch_k": ...}`` for an MMR retriever set to ``k``, when its candidates are fewer than ``k``.
+
+    MMR picks its ``k`` among ``fetch_k`` candidates, so a ``k`` above ``fetch_k`` would give lists ``fetch_k``
+    deep. The app's ratio of candidates to results is kept (``fetch_k=10`` for ``k=4`` -> 75 for 30), so the
+    lists are as diverse as the app makes them; a ``fetch_k`` already ``>= k`` is the app's and is kept.
+    """
+    if r.search_type != "mmr":
+        return {}
+    fetch_k = r.search_kwargs.get("fetch_k", MMR_FETCH_K)
+    app_k = r.search_kwargs.get("k", VECTOR_STORE_RETRIEVER_K)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (fetch_k, app_k)) or fetch_k >= k:
+        return {}
+    return {"fetch_k": max(k, -(-k * fetch_k // app_k))}
 
 
 @functools.cache
@@ -203,7 +222,9 @@ class LangChainRetriever(AdapterBase):
     a retriever with a ``k`` field or ``search_kwargs`` is used through a copy with that k (cached per k),
     never changed in place; for a wrapper, the copy is of its inner retrievers (each ensemble member
     returns k, the fused list is cut at k). Any other retriever is called as it is and its list cut at
-    ``k``. LangChain documents carry no score; hits from a plain retriever have ``score=None``.
+    ``k``. An MMR ``VectorStoreRetriever`` whose ``fetch_k`` is below ``k`` gets a ``fetch_k`` in the app's
+    ratio of candidates to results on the copy (else MMR could return only ``fetch_k``). LangChain
+    documents carry no score; hits from a plain retriever have ``score=None``.
     """
 
     framework = "LangChain"
@@ -270,7 +291,7 @@ class LangChainRetriever(AdapterBase):
         if isinstance(r, self._vs_retriever):
             if r.search_kwargs.get("k") == k:
                 return r
-            return r.model_copy(update={"search_kwargs": {**r.search_kwargs, "k": k}})
+            return r.model_copy(update={"search_kwargs": {**r.search_kwargs, **_mmr_fetch_k(r, k), "k": k}})
         kind = _kind(r)
         if kind == "compression":
             inner = self._with_k(r.base_retriever, k)
@@ -282,6 +303,26 @@ class LangChainRetriever(AdapterBase):
         if "k" in getattr(type(r), "model_fields", {}) and getattr(r, "k", None) != k:
             return r.model_copy(update={"k": k})
         return r
+
+    def k_cap(self, k: int) -> str | None:
+        """The retriever's own top-k when ``k`` does not reach it (no ``k`` field or ``search_kwargs``, here or in
+        a wrapper's members); ``None`` when ``k`` was passed to the store or set on the retriever."""
+        if self.store is not None or self._reaches(self.retriever):
+            return None
+        return (
+            f"{type(self.retriever).__name__} has no k that rankbridge can set (a k field, "
+            f"search_kwargs={{'k': ...}}), so k={k} does not reach it: its own top-k caps the lists; build it to "
+            f"return at least {k}"
+        )
+
+    def _reaches(self, r: Any) -> bool:
+        """Whether :meth:`_with_k` sets ``r``'s depth (for a wrapper: every inner retriever's)."""
+        kind = _kind(r)
+        if kind == "compression":
+            return self._reaches(r.base_retriever)
+        if kind == "ensemble":
+            return all(self._reaches(m) for m in r.retrievers)
+        return isinstance(r, self._vs_retriever) or "k" in getattr(type(r), "model_fields", {})
 
     def for_k(self, k: int | None) -> Any:
         """The LangChain retriever used for a given ``k`` (a cached copy when ``k`` differs).

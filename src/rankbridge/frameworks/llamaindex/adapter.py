@@ -196,6 +196,13 @@ class LlamaIndexRetriever(AdapterBase):
                 self._engine_mode = "opaque"
         elif isinstance(obj, base_engine) and type(obj).retrieve is not base_engine.retrieve:
             self._engine_mode = "opaque"
+        elif isinstance(obj, base_engine):  # SubQuestionQueryEngine, RouterQueryEngine: retrieve only inside query()
+            raise InputError(
+                f"LlamaIndexRetriever: {type(obj).__name__} is a query engine with no .retriever and no retrieve() "
+                "of its own: it retrieves only while it answers (through its tools or sub-engines). Ask it every "
+                "question with rankbridge.run_app(engine, golden), which scores the retrievals captured while it "
+                "answers, or pass the retriever or query engine it wraps to run_retriever"
+            )
         else:
             raise InputError(
                 "LlamaIndexRetriever: expected a llama_index BaseRetriever, an index with as_retriever(), or a "
@@ -218,6 +225,22 @@ class LlamaIndexRetriever(AdapterBase):
         ``k=None`` is the retriever as the app configured it (for an index: ``as_retriever()``).
         """
         return self.retriever if k is None else self._copies.get(k, self._retriever_for)
+
+    def k_cap(self, k: int) -> str | None:
+        """The retriever's own top-k when ``k`` does not reach it (no ``similarity_top_k``, an engine's own
+        ``retrieve``); ``None`` when ``k`` was set as its ``similarity_top_k``."""
+        if self._engine_mode == "opaque":
+            return (
+                f"{type(self.obj).__name__} retrieves in its own retrieve(), which k does not reach: the "
+                f"similarity_top_k of the retrievers it was built with caps the lists; build them with at least {k}"
+            )
+        if self._factory is not None or _top_k(self.retriever) is not None:
+            return None
+        return (
+            f"{type(self.retriever).__name__} has no similarity_top_k, so k={k} does not reach it: the top-k of "
+            "what it wraps caps the lists (e.g. the similarity_top_k of the vector retriever under an "
+            f"AutoMergingRetriever, or a custom BaseRetriever's own); set that to at least {k}"
+        )
 
     def _retriever_for(self, k: int) -> Any:
         """The retriever for ``k``: the index's ``as_retriever(similarity_top_k=k)``, a shallow copy with that
