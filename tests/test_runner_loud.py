@@ -217,3 +217,39 @@ def test_sub_question_and_router_engines_point_at_run_app(small: GoldenSet) -> N
             rb.run_retriever(engine, small, progress=False)
         with pytest.raises(rb.InputError, match=pattern):
             asyncio.run(rb.arun_retriever(engine, small, progress=False))
+
+
+# -- 5. the id check's queries are asked once -------------------------------------------------------------------
+def test_the_id_check_results_are_the_runs_own(small: GoldenSet) -> None:
+    """The id check retrieves the first queries before the run; the run keeps those results instead of asking
+    again (an LLM-backed retriever would pay twice). Here the check also switches the id source (the store's
+    UUIDs -> metadata doc_id), and the kept results are read under the new one."""
+    store = _lc_store(small)
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+
+    inner = store.as_retriever(search_kwargs={"k": 5})
+    asked: list[str] = []
+    flaky = {small.queries[1].text}  # fails once: the check does not retry, the run proper does
+
+    class Counting(BaseRetriever):  # type: ignore[misc]
+        def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+            asked.append(query)
+            if query in flaky:
+                flaky.discard(query)
+                raise ConnectionError("store busy")
+            return list(inner.invoke(query))
+
+        async def _aget_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+            return self._get_relevant_documents(query, run_manager=run_manager)
+
+    expected = {q.id: [d.metadata["doc_id"] for d in inner.invoke(q.text)] for q in small.queries}
+    for mode in ("sync", "async"):
+        asked.clear()
+        flaky.add(small.queries[1].text)
+        run = rb.run_retriever(Counting(), small, mode=mode, backoff=0.0, progress=False)
+        assert run.config["id_resolution"]["to"] == "metadata:doc_id"
+        assert len(asked) == len(small.queries) + 1, mode  # each question once, the failed one once more
+        assert asked.count(small.queries[1].text) == 2 and not run.errors
+        assert {q.id: run.ranking(q.id) for q in small.queries} == expected
+        assert set(run.latency) == {q.id for q in small.queries}

@@ -635,16 +635,44 @@ def _apply_probe(p: _Prepared, tasks: list[Task], block: BlockResult) -> None:
     )
 
 
+def _reuse_probe(p: _Prepared, block: BlockResult) -> None:
+    """Record the probe's successful queries in the run, so that the run proper does not ask them again.
+
+    A retriever that calls an LLM (query rewriting, HyDE) pays each question once, and a scripted one is not
+    shifted by the extra calls. The raw results are converted now, under the id source the probe chose, and
+    timed as the run proper times them (the call alone). A query that failed in the probe (one attempt, no
+    retries) is left to the run proper, which asks it again with its retries.
+    """
+    outcomes: list[Outcome] = []
+    for o in block.outcomes:
+        if o.failure is not None:
+            continue
+        try:
+            outcomes.append(Outcome(o.key, p.convert(o.value), None, o.latency))
+        except Exception as exc:  # as the engine records a result it cannot convert: invalid, not retried
+            outcomes.append(Outcome(o.key, None, Failure(batch.INVALID, batch.describe(exc)), o.latency))
+    with p.rec.lock:
+        for outcome in outcomes:
+            if not p.rec.control.closed:
+                p.rec(outcome)
+    done = {o.key for o in outcomes}
+    p.tasks[:] = [t for t in p.tasks if t.key not in done]
+
+
 def _probe_sync(p: _Prepared, call: Callable[[str], Any]) -> None:
     tasks = _probe_tasks(p)
     if tasks:
-        _apply_probe(p, tasks, batch.run_block(tasks, call, _probe_policy(p, len(tasks))))
+        block = batch.run_block(tasks, call, _probe_policy(p, len(tasks)))
+        _apply_probe(p, tasks, block)
+        _reuse_probe(p, block)
 
 
 async def _probe_async(p: _Prepared, acall: Callable[[str], Awaitable[Any]]) -> None:
     tasks = _probe_tasks(p)
     if tasks:
-        _apply_probe(p, tasks, await batch.arun_block(tasks, acall, _probe_policy(p, len(tasks))))
+        block = await batch.arun_block(tasks, acall, _probe_policy(p, len(tasks)))
+        _apply_probe(p, tasks, block)
+        _reuse_probe(p, block)
 
 
 def _finish(p: _Prepared, interrupted: bool, total: int) -> Run:
@@ -873,7 +901,9 @@ def run_retriever(
         ones the golden set knows (:mod:`rankbridge.idmatch`). When they are not and ``id_from`` was not
         given, an id source of the results that does match (``ref_doc_id``, ``metadata:KEY``) is used and
         recorded in ``run.config["id_resolution"]``; otherwise :class:`~rankbridge.IdMismatchError` is
-        raised naming the ``id_from=`` to pass. The finished run is checked again. ``False`` skips both.
+        raised naming the ``id_from=`` to pass. Those 5 results are the run's (a query is asked once; one
+        that failed there is asked again by the run, with its retries). The finished run is checked again.
+        ``False`` skips both.
     retrieval:
         For an app that may retrieve several times per question (an agent): which retrievals are scored,
         ``"final"`` (default), ``"first"``, ``"last"``, ``"merge"`` or ``"all"`` (see
