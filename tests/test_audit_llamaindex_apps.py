@@ -30,7 +30,7 @@ pytrec_eval = pytest.importorskip("pytrec_eval")
 
 import rankbridge as rb  # noqa: E402
 from rankbridge import GoldenSet, IdMismatchError, Qrels, RetrievalError, Run  # noqa: E402
-from rankbridge.demo import TrigramEmbedding, demo_golden_set, wordllama_embedding  # noqa: E402
+from rankbridge.demo import TrigramEmbedding, demo_golden_set  # noqa: E402
 from rankbridge.evaluate import IdMismatchWarning, RunCoverageWarning  # noqa: E402
 from rankbridge.idmatch import check_run, remap_ids  # noqa: E402
 from rankbridge.retriever import content_hash  # noqa: E402
@@ -62,8 +62,19 @@ def golden() -> GoldenSet:
 
 
 def _embedding() -> Any:
-    """The project's LlamaIndex embedding over the local trigram model (no download)."""
-    return wordllama_embedding(TrigramEmbedding(dim=256))
+    from llama_index.core.embeddings import BaseEmbedding
+
+    class LocalEmbedding(BaseEmbedding):  # type: ignore[misc]
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return TrigramEmbedding(dim=256).embed_query(query)
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return self._get_query_embedding(query)
+
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return TrigramEmbedding(dim=256).embed_query(text)
+
+    return LocalEmbedding()
 
 
 def _documents(golden: GoldenSet) -> list[Any]:

@@ -16,7 +16,7 @@ import pytest
 
 import rankbridge as rb
 from rankbridge import GoldenSet
-from rankbridge.demo import TrigramEmbedding, demo_golden_set, wordllama_embedding
+from rankbridge.demo import TrigramEmbedding, demo_golden_set
 from rankbridge.errors import RetrievalError, RunCoverageWarning
 
 
@@ -92,10 +92,21 @@ def test_a_function_that_ignores_k_warns_and_the_summary_says_so(small: GoldenSe
 def _llama_index(golden: GoldenSet) -> Any:
     pytest.importorskip("llama_index.core")
     from llama_index.core import Document, VectorStoreIndex
+    from llama_index.core.embeddings import BaseEmbedding
+
+    class LocalEmbedding(BaseEmbedding):  # type: ignore[misc]
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return TrigramEmbedding(dim=256).embed_query(query)
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return self._get_query_embedding(query)
+
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return TrigramEmbedding(dim=256).embed_query(text)
 
     assert golden.corpus is not None
     docs = [Document(text=d["text"], doc_id=i) for i, d in golden.corpus.items()]
-    return VectorStoreIndex.from_documents(docs, embed_model=wordllama_embedding(TrigramEmbedding(dim=256)))
+    return VectorStoreIndex.from_documents(docs, embed_model=LocalEmbedding())
 
 
 def test_llamaindex_retrievers_without_similarity_top_k_warn(small: GoldenSet) -> None:
